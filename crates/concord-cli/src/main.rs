@@ -1,0 +1,260 @@
+//! The `concord` command. Its names, flags, outputs and exit codes are a contract
+//! (../shared/cli-contract.md): add freely, change nothing.
+
+mod exit;
+mod output;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use clap::{Args, Parser, Subcommand};
+use concord::{CommitOptions, Env, IsolationLevel, RetryPolicy, ScanOptions, Schema, StoreResolver, Table, TableLocation};
+use futures::TryStreamExt;
+
+use exit::Failure;
+use output::{ListFormat, RowFormat, RowWriter};
+
+#[derive(Parser)]
+#[command(name = "concord", version, about = "Versioned Arrow tables that many writers change at once, safely")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+    /// Store setting, object_store's names (repeatable), e.g. AWS_REGION=us-east-1
+    #[arg(long = "storage-option", value_name = "KEY=VALUE", global = true)]
+    storage_options: Vec<String>,
+}
+
+#[derive(Args, Clone)]
+struct VersionArgs {
+    /// Read this version
+    #[arg(long, conflicts_with = "as_of")]
+    version: Option<u64>,
+    /// Read the newest version committed at or before this time (RFC 3339)
+    #[arg(long = "as-of", value_parser = parse_time)]
+    as_of: Option<DateTime<Utc>>,
+}
+
+#[derive(Args, Clone)]
+struct WriteArgs {
+    /// Isolation level for this write (default: the table's)
+    #[arg(long, value_parser = parse_isolation)]
+    isolation: Option<IsolationLevel>,
+    /// Commit only if the latest version is still N (exit 5 otherwise)
+    #[arg(long = "expect-version", value_name = "N")]
+    expect_version: Option<u64>,
+    /// Retries after losing a commit race
+    #[arg(long = "max-retries", value_name = "N")]
+    max_retries: Option<u32>,
+    /// Total time budget for the commit, e.g. 30s, 5m
+    #[arg(long, value_parser = parse_duration)]
+    timeout: Option<Duration>,
+    /// If a retained version already carries KEY, write nothing and report it
+    #[arg(long = "idempotency-key", value_name = "KEY")]
+    idempotency_key: Option<String>,
+    /// Print one JSON object describing the outcome
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Create an empty table
+    Create {
+        uri: String,
+        /// e.g. "id bigint not null, name varchar, score double"
+        #[arg(long)]
+        schema: String,
+    },
+    /// Append rows from .csv (header row), .json/.jsonl/.ndjson or .parquet files
+    Append {
+        uri: String,
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        #[command(flatten)]
+        write: WriteArgs,
+    },
+    /// Print rows
+    Scan {
+        uri: String,
+        #[command(flatten)]
+        at: VersionArgs,
+        /// Comma-separated output columns
+        #[arg(long, value_delimiter = ',')]
+        columns: Option<Vec<String>>,
+        /// SQL predicate, e.g. "score > 0.5"
+        #[arg(long = "where")]
+        filter: Option<String>,
+        #[arg(long)]
+        limit: Option<usize>,
+        #[arg(long, value_enum, default_value = "table")]
+        format: RowFormat,
+    },
+    /// Print the number of rows (one integer)
+    Count {
+        uri: String,
+        #[command(flatten)]
+        at: VersionArgs,
+        #[arg(long = "where")]
+        filter: Option<String>,
+    },
+    /// Replace all rows with the rows of the given files
+    Overwrite {
+        uri: String,
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        #[command(flatten)]
+        write: WriteArgs,
+    },
+    /// Make an old version the newest state (as a new version)
+    Restore {
+        uri: String,
+        version: u64,
+        #[command(flatten)]
+        write: WriteArgs,
+    },
+    /// List versions, oldest first
+    History {
+        uri: String,
+        #[arg(long, value_enum, default_value = "table")]
+        format: ListFormat,
+    },
+    /// Print the schema
+    Schema {
+        uri: String,
+        #[command(flatten)]
+        at: VersionArgs,
+        #[arg(long, value_enum, default_value = "table")]
+        format: ListFormat,
+    },
+}
+
+fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
+    DateTime::parse_from_rfc3339(s)
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|e| format!("'{s}' is not an RFC 3339 time such as 2026-01-02T03:04:05Z ({e})"))
+}
+
+fn parse_isolation(s: &str) -> Result<IsolationLevel, String> {
+    IsolationLevel::parse(s).ok_or_else(|| format!("'{s}' is not an isolation level; use serializable or snapshot"))
+}
+
+/// `500ms`, `30s`, `5m`, `1h`, `7d`; a bare number means seconds.
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len());
+    let (number, unit) = s.split_at(split);
+    let value: f64 = number.parse().map_err(|_| format!("'{s}' is not a duration such as 500ms, 30s, 5m, 1h or 7d"))?;
+    let seconds = match unit {
+        "ms" => value / 1000.0,
+        "" | "s" => value,
+        "m" => value * 60.0,
+        "h" => value * 3600.0,
+        "d" => value * 86400.0,
+        _ => return Err(format!("'{s}': unknown unit '{unit}'; use ms, s, m, h or d")),
+    };
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+impl WriteArgs {
+    fn options(&self) -> CommitOptions {
+        let mut retry = RetryPolicy::default();
+        if let Some(n) = self.max_retries {
+            retry.max_attempts = n.saturating_add(1);
+        }
+        if let Some(t) = self.timeout {
+            retry.timeout = t;
+        }
+        CommitOptions {
+            isolation: self.isolation,
+            expect_version: self.expect_version,
+            retry,
+            idempotency_key: self.idempotency_key.clone(),
+        }
+    }
+}
+
+struct Context {
+    resolver: StoreResolver,
+    env: Env,
+}
+
+impl Context {
+    fn location(&self, uri: &str) -> Result<TableLocation, Failure> {
+        Ok(self.resolver.resolve(uri)?)
+    }
+
+    async fn open(&self, uri: &str) -> Result<Table, Failure> {
+        Ok(Table::open(self.location(uri)?, self.env.clone()).await?)
+    }
+
+    async fn open_at(&self, uri: &str, at: &VersionArgs) -> Result<Table, Failure> {
+        let table = self.open(uri).await?;
+        Ok(match (at.version, at.as_of) {
+            (Some(v), _) => table.checkout(v).await?,
+            (None, Some(t)) => table.checkout_as_of(t).await?,
+            (None, None) => table,
+        })
+    }
+}
+
+async fn run(command: Command) -> Result<(), Failure> {
+    let cx = Context { resolver: StoreResolver::new(), env: Env::system() };
+    match command {
+        Command::Create { uri, schema } => {
+            let schema = Schema::parse(&schema)?;
+            let table = Table::create(cx.location(&uri)?, cx.env.clone(), schema).await?;
+            println!("created {} at version {}", table.uri(), table.version());
+        }
+        Command::Append { uri, files, write } => {
+            let info = cx.open(&uri).await?.append_files(&files, &write.options()).await?;
+            output::print_commit(&info, write.json)?;
+        }
+        Command::Overwrite { uri, files, write } => {
+            let info = cx.open(&uri).await?.overwrite_files(&files, &write.options()).await?;
+            output::print_commit(&info, write.json)?;
+        }
+        Command::Restore { uri, version, write } => {
+            let info = cx.open(&uri).await?.restore(version, &write.options()).await?;
+            output::print_commit(&info, write.json)?;
+        }
+        Command::Scan { uri, at, columns, filter, limit, format } => {
+            let table = cx.open_at(&uri, &at).await?;
+            let scan = table.scan(ScanOptions { columns, filter, limit }).await?;
+            let mut writer = RowWriter::new(format, scan.schema());
+            let mut stream = scan.into_stream();
+            while let Some(batch) = stream.try_next().await? {
+                writer.write(&batch)?;
+            }
+            writer.finish()?;
+        }
+        Command::Count { uri, at, filter } => {
+            let table = cx.open_at(&uri, &at).await?;
+            println!("{}", table.count(filter.as_deref()).await?);
+        }
+        Command::History { uri, format } => {
+            let history = cx.open(&uri).await?.history().await?;
+            output::print_history(&history, format)?;
+        }
+        Command::Schema { uri, at, format } => {
+            let table = cx.open_at(&uri, &at).await?;
+            output::print_schema(table.schema(), format)?;
+        }
+    }
+    Ok(())
+}
+
+fn main() {
+    let cli = Cli::parse();
+    if let Some(bad) = cli.storage_options.iter().find(|o| !o.contains('=')) {
+        eprintln!("error: --storage-option '{bad}' is not of the form KEY=VALUE");
+        std::process::exit(exit::USAGE);
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime starts");
+    if let Err(failure) = runtime.block_on(run(cli.command)) {
+        if !failure.message.is_empty() {
+            eprintln!("error: {}", failure.message);
+        }
+        std::process::exit(failure.code);
+    }
+}

@@ -1,0 +1,169 @@
+//! Typed errors, one per operation a caller branches on. Messages name the object
+//! involved and say what to do next.
+
+use uuid::Uuid;
+
+/// A storage request failed. Retrying may help if the store was unreachable.
+#[derive(Debug, thiserror::Error)]
+#[error("storage error while {action} '{path}': {source}")]
+pub struct StorageError {
+    pub action: &'static str,
+    pub path: String,
+    #[source]
+    pub source: object_store::Error,
+}
+
+/// An object exists but cannot be decoded.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("'{path}' is corrupt or truncated ({reason}); other versions stay readable (use --version to read one)")]
+pub struct CorruptObject {
+    pub path: String,
+    pub reason: String,
+}
+
+/// A table URI could not be turned into a store.
+#[derive(Debug, thiserror::Error)]
+pub enum UriError {
+    #[error("unsupported URI scheme '{scheme}://' in '{uri}'; supported: a local path, file://, memory://")]
+    UnsupportedScheme { uri: String, scheme: String },
+    #[error("invalid table URI '{uri}': {reason}")]
+    Invalid { uri: String, reason: String },
+}
+
+/// Opening a table, one of its versions, or its history failed.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("no Concord table at '{uri}'; create one with `concord create {uri} --schema ...`")]
+    NotFound { uri: String },
+    #[error("version {version} does not exist; versions run from {oldest} to {latest}")]
+    VersionNotFound { version: u64, oldest: u64, latest: u64 },
+    #[error("no version was committed at or before {at}; the oldest retained version is from {oldest}")]
+    NoVersionAt { at: String, oldest: String },
+    #[error("'{path}' uses format version {found}, newer than this concord understands ({supported}); upgrade concord")]
+    UnsupportedFormat { path: String, found: u32, supported: u32 },
+    #[error(transparent)]
+    Corrupt(#[from] CorruptObject),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+/// Creating a table failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CreateError {
+    #[error("a table already exists at '{uri}'; choose another location or open it")]
+    AlreadyExists { uri: String },
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+/// Committing a prepared transaction failed. Nothing of the transaction is visible.
+#[derive(Debug, thiserror::Error)]
+pub enum CommitError {
+    #[error("incompatible with version {winner_version} ({winner_operation}) committed concurrently: {reason}; nothing was committed")]
+    Incompatible { winner_version: u64, winner_operation: String, reason: String },
+    #[error("too much contention: gave up after {attempts} attempts over {elapsed_ms} ms (last tried version {last_version}); nothing was committed, retrying later is safe")]
+    TooMuchContention { attempts: u32, elapsed_ms: u64, last_version: u64 },
+    #[error("the table moved: expected version {expected}, but the latest is {latest}; nothing was committed")]
+    VersionMoved { expected: u64, latest: u64 },
+    #[error("could not determine whether transaction {transaction_id} committed as version {version} ({cause}); retry with the same idempotency key")]
+    CommitStateUnknown { version: u64, transaction_id: Uuid, cause: StorageError },
+    #[error(transparent)]
+    Corrupt(#[from] CorruptObject),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+/// Input data does not fit the table. Nothing was committed.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    #[error("'{file}': unsupported file type; use .csv (with a header row), .json/.jsonl/.ndjson, or .parquet")]
+    UnsupportedFileType { file: String },
+    #[error("'{file}': column '{column}' is not in the table; the table has: {known}")]
+    UnknownColumn { file: String, column: String, known: String },
+    #[error("'{file}': column '{column}' is required (not null) but missing from the file")]
+    MissingColumn { file: String, column: String },
+    #[error("'{file}': column '{column}' has type {found}, but the table expects {expected}")]
+    TypeMismatch { file: String, column: String, expected: String, found: String },
+    #[error("'{file}' line {line}: value '{value}' in column '{column}' is not a valid {expected}")]
+    InvalidValue { file: String, line: u64, column: String, value: String, expected: String },
+    #[error("'{file}': column '{column}' is not null in the table, but row {row} has a null")]
+    NullInNonNullable { file: String, column: String, row: u64 },
+    #[error("'{file}' could not be parsed: {reason}")]
+    Unparsable { file: String, reason: String },
+    #[error("'{file}' could not be read: {source}")]
+    Io { file: String, source: std::io::Error },
+}
+
+/// A SQL predicate or expression is not usable on the table.
+#[derive(Debug, thiserror::Error)]
+pub enum PredicateError {
+    #[error("cannot parse '{sql}': {reason}")]
+    Parse { sql: String, reason: String },
+    #[error("'{sql}' refers to unknown column '{column}'; the table has: {known}")]
+    UnknownColumn { sql: String, column: String, known: String },
+    #[error("'{sql}' is of type {found}, not boolean; a filter must be true or false for each row")]
+    NotBoolean { sql: String, found: String },
+    #[error("cannot use '{sql}' on this table: {reason}")]
+    Invalid { sql: String, reason: String },
+}
+
+/// Reading rows failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ScanError {
+    #[error("unknown column '{column}'; the table has: {known}")]
+    UnknownColumn { column: String, known: String },
+    #[error(transparent)]
+    Predicate(#[from] PredicateError),
+    #[error(transparent)]
+    Corrupt(#[from] CorruptObject),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+/// A write operation (append, overwrite, restore, ...) failed. Nothing was committed.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error(transparent)]
+    Input(#[from] InputError),
+    #[error("version {version} cannot be restored: versions run from {oldest} to {latest}")]
+    NoSuchVersion { version: u64, oldest: u64, latest: u64 },
+    #[error(transparent)]
+    Commit(#[from] CommitError),
+    #[error("could not encode a new data file: {reason}")]
+    Encode { reason: String },
+    #[error(transparent)]
+    Corrupt(#[from] CorruptObject),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+impl From<OpenError> for WriteError {
+    fn from(e: OpenError) -> Self {
+        match e {
+            OpenError::Corrupt(c) => WriteError::Corrupt(c),
+            OpenError::Storage(s) => WriteError::Storage(s),
+            OpenError::VersionNotFound { version, oldest, latest } => WriteError::NoSuchVersion { version, oldest, latest },
+            other => WriteError::Corrupt(CorruptObject { path: String::new(), reason: other.to_string() }),
+        }
+    }
+}
+
+impl From<OpenError> for CommitError {
+    fn from(e: OpenError) -> Self {
+        match e {
+            OpenError::Corrupt(c) => CommitError::Corrupt(c),
+            OpenError::Storage(s) => CommitError::Storage(s),
+            other => CommitError::Corrupt(CorruptObject { path: String::new(), reason: other.to_string() }),
+        }
+    }
+}
+
+impl From<OpenError> for ScanError {
+    fn from(e: OpenError) -> Self {
+        match e {
+            OpenError::Corrupt(c) => ScanError::Corrupt(c),
+            OpenError::Storage(s) => ScanError::Storage(s),
+            other => ScanError::Corrupt(CorruptObject { path: String::new(), reason: other.to_string() }),
+        }
+    }
+}

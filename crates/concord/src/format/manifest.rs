@@ -1,0 +1,182 @@
+//! The root manifest of one version, and the records it references.
+//!
+//! A root is small: it names fragment-list *segments* (immutable, shared with other
+//! versions) instead of listing every fragment, so committing a small change costs
+//! O(changed fragments) bytes whatever the table size. See FORMAT.md.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::schema::Schema;
+
+/// Version of the on-disk format written by this library.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Table property naming the default isolation level.
+pub const PROPERTY_ISOLATION: &str = "isolation";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum IsolationLevel {
+    /// Every version N equals its transaction applied to version N-1.
+    #[default]
+    Serializable,
+    /// Predicates see only the rows of the transaction's read version.
+    Snapshot,
+}
+
+impl IsolationLevel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IsolationLevel::Serializable => "serializable",
+            IsolationLevel::Snapshot => "snapshot",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "serializable" => Some(IsolationLevel::Serializable),
+            "snapshot" => Some(IsolationLevel::Snapshot),
+            _ => None,
+        }
+    }
+}
+
+/// One Parquet file holding some columns of a fragment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DataFile {
+    /// Relative to the table root, e.g. `data/<uuid>.parquet`.
+    pub path: String,
+    /// Field id of each column of the file, in column order.
+    pub fields: Vec<u32>,
+    pub size_bytes: u64,
+}
+
+/// Rows written by a transaction before commit: no fragment id yet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewFragment {
+    pub files: Vec<DataFile>,
+    pub rows: u64,
+}
+
+/// A fragment of a committed version. Its id is assigned at commit time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fragment {
+    pub id: u64,
+    pub files: Vec<DataFile>,
+    /// Rows in the data files, deleted ones included.
+    pub physical_rows: u64,
+    /// Deletion vector: relative path of a file listing deleted row offsets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion: Option<DeletionRef>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeletionRef {
+    pub path: String,
+    pub deleted_rows: u64,
+}
+
+impl Fragment {
+    pub fn live_rows(&self) -> u64 {
+        self.physical_rows - self.deletion.as_ref().map_or(0, |d| d.deleted_rows)
+    }
+}
+
+/// Reference from a root to an immutable segment file listing fragments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SegmentRef {
+    /// Relative to the table root, e.g. `_segments/<uuid>.json`.
+    pub path: String,
+    /// Merge tier; see FORMAT.md ("Segments").
+    pub level: u8,
+    pub fragments: u64,
+    pub live_rows: u64,
+    pub min_fragment_id: u64,
+    pub max_fragment_id: u64,
+}
+
+/// Contents of a segment file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Segment {
+    pub fragments: Vec<Fragment>,
+}
+
+/// What a transaction does; enough to replay it on the previous version.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Operation {
+    /// Version 0: an empty table with the manifest's schema.
+    Create,
+    /// Adds fragments.
+    Append { fragments: Vec<NewFragment> },
+    /// Replaces every row with the given fragments.
+    Overwrite { fragments: Vec<NewFragment> },
+    /// Makes the state of `version` (schema and rows) the newest state.
+    Restore { version: u64 },
+}
+
+impl Operation {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Operation::Create => "create",
+            Operation::Append { .. } => "append",
+            Operation::Overwrite { .. } => "overwrite",
+            Operation::Restore { .. } => "restore",
+        }
+    }
+
+    /// Rows this operation adds, as written before commit.
+    pub fn rows_written(&self) -> u64 {
+        match self {
+            Operation::Append { fragments } | Operation::Overwrite { fragments } => fragments.iter().map(|f| f.rows).sum(),
+            Operation::Create | Operation::Restore { .. } => 0,
+        }
+    }
+}
+
+/// The transaction that produced a version.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TransactionRecord {
+    pub id: Uuid,
+    pub read_version: Option<u64>,
+    pub operation: Operation,
+    /// Commit attempts it took (1 = no contention).
+    pub attempts: u32,
+    /// Versions committed by others between `read_version` and this one.
+    pub rebased_over: Vec<u64>,
+    /// Whether part of the operation was re-executed against a winner's changes.
+    pub rerun: bool,
+    pub idempotency_key: Option<String>,
+}
+
+/// The root manifest of one version: `_versions/<inverted version>.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub format_version: u32,
+    pub version: u64,
+    pub parent_version: Option<u64>,
+    /// Commit time, UTC; strictly greater than the parent's.
+    pub timestamp: DateTime<Utc>,
+    pub transaction: TransactionRecord,
+    pub schema: Schema,
+    pub segments: Vec<SegmentRef>,
+    pub next_fragment_id: u64,
+    pub properties: BTreeMap<String, String>,
+}
+
+impl Manifest {
+    pub fn live_rows(&self) -> u64 {
+        self.segments.iter().map(|s| s.live_rows).sum()
+    }
+
+    pub fn fragment_count(&self) -> u64 {
+        self.segments.iter().map(|s| s.fragments).sum()
+    }
+
+    pub fn isolation(&self) -> IsolationLevel {
+        self.properties.get(PROPERTY_ISOLATION).and_then(|s| IsolationLevel::parse(s)).unwrap_or_default()
+    }
+}

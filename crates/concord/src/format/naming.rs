@@ -1,0 +1,76 @@
+//! Object names inside a table folder. Every name except the advisory latest-version
+//! hint is written once and never overwritten.
+
+use object_store::path::Path;
+use uuid::Uuid;
+
+/// Folder holding one root manifest per version.
+pub const VERSIONS_DIR: &str = "_versions";
+/// Folder holding immutable fragment-list segments shared between versions.
+pub const SEGMENTS_DIR: &str = "_segments";
+/// Folder holding Parquet data files.
+pub const DATA_DIR: &str = "data";
+/// Advisory hint naming a recent version; may be stale or missing, never trusted alone.
+pub const LATEST_HINT: &str = "_latest_version_hint.json";
+
+const VERSION_NAME_DIGITS: usize = 20;
+const VERSION_SUFFIX: &str = ".json";
+
+/// File name of `version`: `u64::MAX - version`, zero-padded to 20 digits, so that
+/// the newest version sorts first in a lexical listing.
+pub fn version_file_name(version: u64) -> String {
+    format!("{:0width$}{VERSION_SUFFIX}", u64::MAX - version, width = VERSION_NAME_DIGITS)
+}
+
+/// Inverse of [`version_file_name`]; `None` for anything that is not a version file.
+pub fn parse_version_file_name(name: &str) -> Option<u64> {
+    let digits = name.strip_suffix(VERSION_SUFFIX)?;
+    if digits.len() != VERSION_NAME_DIGITS || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse::<u64>().ok().map(|inverted| u64::MAX - inverted)
+}
+
+pub fn version_path(root: &Path, version: u64) -> Path {
+    root.clone().join(VERSIONS_DIR).join(version_file_name(version).as_str())
+}
+
+pub fn versions_dir(root: &Path) -> Path {
+    root.clone().join(VERSIONS_DIR)
+}
+
+pub fn latest_hint_path(root: &Path) -> Path {
+    root.clone().join(LATEST_HINT)
+}
+
+/// Relative (to the table root) name of a segment file.
+pub fn segment_name(id: Uuid) -> String {
+    format!("{SEGMENTS_DIR}/{id}.json")
+}
+
+/// Relative (to the table root) name of a data file.
+pub fn data_file_name(id: Uuid) -> String {
+    format!("{DATA_DIR}/{id}.parquet")
+}
+
+/// Absolute object path of a name relative to the table root.
+pub fn resolve(root: &Path, relative: &str) -> Path {
+    relative.split('/').fold(root.clone(), |p, part| p.join(part))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_names_invert_and_sort_newest_first() {
+        assert_eq!(version_file_name(0), "18446744073709551615.json");
+        assert_eq!(version_file_name(u64::MAX), "00000000000000000000.json");
+        let mut names: Vec<_> = [0u64, 1, 9, 10, 11, 999, 1000].iter().map(|v| version_file_name(*v)).collect();
+        names.sort();
+        let back: Vec<_> = names.iter().map(|n| parse_version_file_name(n).unwrap()).collect();
+        assert_eq!(back, vec![1000, 999, 11, 10, 9, 1, 0]);
+        assert_eq!(parse_version_file_name("_latest.json"), None);
+        assert_eq!(parse_version_file_name("123.json"), None);
+    }
+}

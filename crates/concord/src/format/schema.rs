@@ -1,0 +1,229 @@
+//! Table schema: columns with stable field ids and SQL type names.
+//!
+//! Invariant: a field id is never reused within a table, so a data file's columns are
+//! matched to the schema by id, never by name or position.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use arrow::datatypes::{DataType as ArrowType, Field as ArrowField, Schema as ArrowSchema, SchemaRef, TimeUnit};
+use serde::{Deserialize, Serialize};
+
+/// Metadata key under which Parquet stores a column's field id.
+pub const PARQUET_FIELD_ID_KEY: &str = "PARQUET:field_id";
+
+/// Column types, spelled as SQL names in manifests and on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ColumnType {
+    Boolean,
+    Int,
+    Bigint,
+    Float,
+    Double,
+    Varchar,
+    Binary,
+    Date,
+    /// Microseconds since the epoch, UTC.
+    Timestamp,
+}
+
+impl ColumnType {
+    pub const ALL: [ColumnType; 9] = [
+        ColumnType::Boolean,
+        ColumnType::Int,
+        ColumnType::Bigint,
+        ColumnType::Float,
+        ColumnType::Double,
+        ColumnType::Varchar,
+        ColumnType::Binary,
+        ColumnType::Date,
+        ColumnType::Timestamp,
+    ];
+
+    pub fn sql_name(self) -> &'static str {
+        match self {
+            ColumnType::Boolean => "boolean",
+            ColumnType::Int => "int",
+            ColumnType::Bigint => "bigint",
+            ColumnType::Float => "float",
+            ColumnType::Double => "double",
+            ColumnType::Varchar => "varchar",
+            ColumnType::Binary => "binary",
+            ColumnType::Date => "date",
+            ColumnType::Timestamp => "timestamp",
+        }
+    }
+
+    pub fn arrow_type(self) -> ArrowType {
+        match self {
+            ColumnType::Boolean => ArrowType::Boolean,
+            ColumnType::Int => ArrowType::Int32,
+            ColumnType::Bigint => ArrowType::Int64,
+            ColumnType::Float => ArrowType::Float32,
+            ColumnType::Double => ArrowType::Float64,
+            ColumnType::Varchar => ArrowType::Utf8,
+            ColumnType::Binary => ArrowType::Binary,
+            ColumnType::Date => ArrowType::Date32,
+            ColumnType::Timestamp => ArrowType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+        }
+    }
+}
+
+impl fmt::Display for ColumnType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.sql_name())
+    }
+}
+
+impl FromStr for ColumnType {
+    type Err = SchemaParseError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let lower = s.trim().to_ascii_lowercase();
+        let t = match lower.as_str() {
+            "boolean" | "bool" => ColumnType::Boolean,
+            "int" | "integer" | "int4" => ColumnType::Int,
+            "bigint" | "long" | "int8" => ColumnType::Bigint,
+            "float" | "real" | "float4" => ColumnType::Float,
+            "double" | "double precision" | "float8" => ColumnType::Double,
+            "varchar" | "string" | "text" => ColumnType::Varchar,
+            "binary" | "bytea" | "varbinary" => ColumnType::Binary,
+            "date" => ColumnType::Date,
+            "timestamp" | "timestamptz" => ColumnType::Timestamp,
+            _ => return Err(SchemaParseError::UnknownType { type_name: s.trim().to_string() }),
+        };
+        Ok(t)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Field {
+    /// Stable id, unique within the table's whole history.
+    pub id: u32,
+    pub name: String,
+    #[serde(rename = "type")]
+    pub column_type: ColumnType,
+    pub nullable: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Schema {
+    pub fields: Vec<Field>,
+    /// The id the next added column receives.
+    pub next_field_id: u32,
+}
+
+/// A schema definition string could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SchemaParseError {
+    #[error("the schema has no columns; give at least one, e.g. \"id bigint not null, name varchar\"")]
+    Empty,
+    #[error("column definition '{definition}' is not of the form \"name type [not null]\"")]
+    BadDefinition { definition: String },
+    #[error("unknown column type '{type_name}'; supported types: boolean, int, bigint, float, double, varchar, binary, date, timestamp")]
+    UnknownType { type_name: String },
+    #[error("column '{name}' is defined twice")]
+    DuplicateColumn { name: String },
+}
+
+impl Schema {
+    /// Parses `"id bigint not null, name varchar"`; field ids are assigned in order from 0.
+    pub fn parse(definition: &str) -> Result<Schema, SchemaParseError> {
+        let mut fields: Vec<Field> = Vec::new();
+        for (idx, part) in definition.split(',').map(str::trim).filter(|p| !p.is_empty()).enumerate() {
+            let words: Vec<&str> = part.split_whitespace().collect();
+            let (name, rest) = match words.split_first() {
+                Some((name, rest)) if !rest.is_empty() => (*name, rest),
+                _ => return Err(SchemaParseError::BadDefinition { definition: part.to_string() }),
+            };
+            let lower: Vec<String> = rest.iter().map(|w| w.to_ascii_lowercase()).collect();
+            let (type_words, nullable) = if lower.len() >= 2 && lower[lower.len() - 2..] == ["not", "null"] {
+                (&rest[..rest.len() - 2], false)
+            } else if lower.last().map(String::as_str) == Some("null") {
+                (&rest[..rest.len() - 1], true)
+            } else {
+                (rest, true)
+            };
+            if type_words.is_empty() {
+                return Err(SchemaParseError::BadDefinition { definition: part.to_string() });
+            }
+            let column_type: ColumnType = type_words.join(" ").parse()?;
+            let name = name.trim_matches('"').to_string();
+            if fields.iter().any(|f| f.name == name) {
+                return Err(SchemaParseError::DuplicateColumn { name });
+            }
+            fields.push(Field { id: idx as u32, name, column_type, nullable });
+        }
+        if fields.is_empty() {
+            return Err(SchemaParseError::Empty);
+        }
+        let next_field_id = fields.len() as u32;
+        Ok(Schema { fields, next_field_id })
+    }
+
+    pub fn field(&self, name: &str) -> Option<&Field> {
+        self.fields.iter().find(|f| f.name == name)
+    }
+
+    pub fn field_by_id(&self, id: u32) -> Option<&Field> {
+        self.fields.iter().find(|f| f.id == id)
+    }
+
+    pub fn names(&self) -> Vec<&str> {
+        self.fields.iter().map(|f| f.name.as_str()).collect()
+    }
+
+    /// The Arrow schema of scans (current names, no field-id metadata).
+    pub fn arrow_schema(&self) -> SchemaRef {
+        Arc::new(ArrowSchema::new(
+            self.fields.iter().map(|f| ArrowField::new(&f.name, f.column_type.arrow_type(), f.nullable)).collect::<Vec<_>>(),
+        ))
+    }
+
+    /// The Arrow schema written to data files: carries each column's field id.
+    pub fn arrow_schema_with_field_ids(&self) -> SchemaRef {
+        Arc::new(ArrowSchema::new(
+            self.fields
+                .iter()
+                .map(|f| {
+                    ArrowField::new(&f.name, f.column_type.arrow_type(), f.nullable)
+                        .with_metadata(HashMap::from([(PARQUET_FIELD_ID_KEY.to_string(), f.id.to_string())]))
+                })
+                .collect::<Vec<_>>(),
+        ))
+    }
+
+    /// Human-readable definition, parseable by [`Schema::parse`].
+    pub fn definition(&self) -> String {
+        self.fields
+            .iter()
+            .map(|f| format!("{} {}{}", f.name, f.column_type, if f.nullable { "" } else { " not null" }))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_definitions_with_ids_in_order() {
+        let s = Schema::parse("id bigint not null, name varchar, score double, at timestamp").unwrap();
+        assert_eq!(s.names(), vec!["id", "name", "score", "at"]);
+        assert_eq!(s.fields.iter().map(|f| f.id).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
+        assert!(!s.fields[0].nullable && s.fields[1].nullable);
+        assert_eq!(s.next_field_id, 4);
+        assert_eq!(Schema::parse(&s.definition()).unwrap(), s);
+    }
+
+    #[test]
+    fn rejects_bad_definitions() {
+        assert_eq!(Schema::parse(""), Err(SchemaParseError::Empty));
+        assert!(matches!(Schema::parse("id"), Err(SchemaParseError::BadDefinition { .. })));
+        assert!(matches!(Schema::parse("id uuid128"), Err(SchemaParseError::UnknownType { .. })));
+        assert!(matches!(Schema::parse("a int, a bigint"), Err(SchemaParseError::DuplicateColumn { .. })));
+    }
+}

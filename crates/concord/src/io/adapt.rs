@@ -1,0 +1,46 @@
+//! Matching a data file's columns to the table schema by field id.
+//!
+//! Invariant: a column is identified by its field id, never by name or position, so a
+//! renamed column still reads its old files and a column added later reads as NULL.
+
+
+
+use arrow::array::{new_null_array, ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow::compute::cast;
+use arrow::datatypes::SchemaRef;
+use arrow::error::ArrowError;
+
+use crate::format::schema::Field;
+
+/// Rebuilds `batch` (columns named as in the file, whose columns have ids
+/// `file_fields` by position in `file_schema`) as `target` (fields `wanted`).
+pub(crate) fn to_table_columns(
+    batch: &RecordBatch,
+    file_schema: &SchemaRef,
+    file_fields: &[u32],
+    wanted: &[Field],
+    target: &SchemaRef,
+) -> Result<RecordBatch, ArrowError> {
+    let rows = batch.num_rows();
+    let columns = wanted
+        .iter()
+        .zip(target.fields().iter())
+        .map(|(field, out)| {
+            let found = batch.schema().fields().iter().position(|bf| {
+                file_schema.index_of(bf.name()).ok().and_then(|i| file_fields.get(i)).copied() == Some(field.id)
+            });
+            match found {
+                Some(i) if batch.column(i).data_type() == out.data_type() => Ok(batch.column(i).clone()),
+                Some(i) => cast(batch.column(i), out.data_type()),
+                None => Ok(new_null_array(out.data_type(), rows)),
+            }
+        })
+        .collect::<Result<Vec<ArrayRef>, ArrowError>>()?;
+    RecordBatch::try_new_with_options(target.clone(), columns, &RecordBatchOptions::new().with_row_count(Some(rows)))
+}
+
+/// The file column index holding field `id`, if the file has it.
+pub(crate) fn file_column(file_fields: &[u32], id: u32) -> Option<usize> {
+    file_fields.iter().position(|f| *f == id)
+}
+

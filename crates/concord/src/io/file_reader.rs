@@ -1,0 +1,57 @@
+//! Parquet reads through `object_store`: byte ranges of a data file whose size the
+//! manifest already records (so opening a file costs one footer read, no HEAD).
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use futures::{FutureExt, TryFutureExt};
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt};
+use parquet::arrow::arrow_reader::ArrowReaderOptions;
+use parquet::arrow::async_reader::AsyncFileReader;
+use parquet::errors::{ParquetError, Result};
+use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
+
+/// Footer bytes fetched in the first request; most footers fit.
+const FOOTER_PREFETCH: usize = 64 * 1024;
+
+pub(crate) struct DataFileReader {
+    store: Arc<dyn ObjectStore>,
+    path: Path,
+    size: u64,
+}
+
+impl DataFileReader {
+    pub fn new(store: Arc<dyn ObjectStore>, path: Path, size: u64) -> Self {
+        DataFileReader { store, path, size }
+    }
+}
+
+fn to_parquet_error(e: object_store::Error) -> ParquetError {
+    ParquetError::External(Box::new(e))
+}
+
+impl AsyncFileReader for DataFileReader {
+    fn get_bytes(&mut self, range: Range<u64>) -> BoxFuture<'_, Result<Bytes>> {
+        self.store.get_range(&self.path, range).map_err(to_parquet_error).boxed()
+    }
+
+    fn get_byte_ranges(&mut self, ranges: Vec<Range<u64>>) -> BoxFuture<'_, Result<Vec<Bytes>>> {
+        async move { self.store.get_ranges(&self.path, &ranges).await.map_err(to_parquet_error) }.boxed()
+    }
+
+    fn get_metadata<'a>(&'a mut self, options: Option<&'a ArrowReaderOptions>) -> BoxFuture<'a, Result<Arc<ParquetMetaData>>> {
+        async move {
+            let size = self.size;
+            let metadata = ParquetMetaDataReader::new()
+                .with_arrow_reader_options(options)
+                .with_prefetch_hint(Some(FOOTER_PREFETCH))
+                .load_and_finish(self, size)
+                .await?;
+            Ok(Arc::new(metadata))
+        }
+        .boxed()
+    }
+}

@@ -1,0 +1,599 @@
+//! Reads input files (CSV, NDJSON, Parquet) and caller batches into the table's exact Arrow
+//! schema (`Schema::arrow_schema()`), ready to be written as they are.
+//!
+//! Everything is checked before anything is returned: column names (exact match), types,
+//! values and nullability. Errors name the file, the column, and what was expected and found;
+//! a file is accepted whole or not at all.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow::array::{new_null_array, Array, ArrayRef, AsArray, RecordBatch, RecordBatchOptions};
+use arrow::compute::{cast_with_options, CastOptions};
+use arrow::datatypes::{DataType, Field as ArrowField, Schema as ArrowSchema, SchemaRef, TimeUnit, TimestampMicrosecondType};
+use arrow::util::display::{ArrayFormatter, FormatOptions};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use crate::error::InputError;
+use crate::format::schema::{ColumnType, Field, Schema};
+
+/// Rows per returned batch.
+const BATCH_SIZE: usize = 8192;
+
+/// Supported input file formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum InputFormat {
+    Csv,
+    Json,
+    Parquet,
+}
+
+/// By extension (case-insensitive): .csv -> Csv; .json/.jsonl/.ndjson -> Json;
+/// .parquet/.parq -> Parquet; anything else is `UnsupportedFileType`.
+pub(crate) fn detect_format(path: &Path) -> Result<InputFormat, InputError> {
+    let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
+    match ext.as_deref() {
+        Some("csv") => Ok(InputFormat::Csv),
+        Some("json" | "jsonl" | "ndjson") => Ok(InputFormat::Json),
+        Some("parquet" | "parq") => Ok(InputFormat::Parquet),
+        _ => Err(InputError::UnsupportedFileType { file: path.display().to_string() }),
+    }
+}
+
+/// Reads a whole local file and returns batches (in file order, no empty ones) whose schema
+/// is exactly `schema.arrow_schema()`. A file without data rows gives an empty Vec.
+pub(crate) fn read_file(path: &Path, schema: &Schema) -> Result<Vec<RecordBatch>, InputError> {
+    let file = path.display().to_string();
+    let ctx = Ctx::new(&file, schema);
+    let batches = match detect_format(path)? {
+        InputFormat::Csv => read_csv(path, &ctx)?,
+        InputFormat::Json => read_json(path, &ctx)?,
+        InputFormat::Parquet => read_parquet(path, &ctx)?,
+    };
+    Ok(batches.into_iter().filter(|b| b.num_rows() > 0).collect())
+}
+
+/// Applies the Parquet rules (names, lossless widenings, nullability) to a caller's batch.
+/// Strings are not parsed into other types here. `source` names the batch in errors.
+pub(crate) fn conform_batch(batch: &RecordBatch, schema: &Schema, source: &str) -> Result<RecordBatch, InputError> {
+    let ctx = Ctx::new(source, schema);
+    ctx.check_widenings(&batch.schema())?;
+    ctx.conform(batch, 0, &|row| row as u64 + 1)
+}
+
+/// The file being read and the table it must fit.
+struct Ctx<'a> {
+    file: &'a str,
+    schema: &'a Schema,
+    target: SchemaRef,
+}
+
+impl<'a> Ctx<'a> {
+    fn new(file: &'a str, schema: &'a Schema) -> Self {
+        Ctx { file, schema, target: schema.arrow_schema() }
+    }
+
+    fn unparsable(&self, reason: impl std::fmt::Display) -> InputError {
+        InputError::Unparsable { file: self.file.to_string(), reason: reason.to_string() }
+    }
+
+    fn open(&self, path: &Path) -> Result<File, InputError> {
+        File::open(path).map_err(|source| InputError::Io { file: self.file.to_string(), source })
+    }
+
+    fn mismatch(&self, column: &str, expected: ColumnType, found: impl Into<String>) -> InputError {
+        InputError::TypeMismatch {
+            file: self.file.to_string(),
+            column: column.to_string(),
+            expected: expected.sql_name().to_string(),
+            found: found.into(),
+        }
+    }
+
+    /// Every input column must be a table column (once); every not-null table column must be present.
+    fn check_names<'n>(&self, names: impl IntoIterator<Item = &'n str>) -> Result<(), InputError> {
+        let mut seen = HashSet::new();
+        for name in names {
+            if self.schema.field(name).is_none() {
+                return Err(InputError::UnknownColumn {
+                    file: self.file.to_string(),
+                    column: name.to_string(),
+                    known: self.schema.names().join(", "),
+                });
+            }
+            if !seen.insert(name) {
+                return Err(self.unparsable(format!("column '{name}' appears more than once")));
+            }
+        }
+        match self.schema.fields.iter().find(|f| !f.nullable && !seen.contains(f.name.as_str())) {
+            Some(f) => Err(InputError::MissingColumn { file: self.file.to_string(), column: f.name.clone() }),
+            None => Ok(()),
+        }
+    }
+
+    /// Names plus the lossless-widening type rules (Parquet and caller batches).
+    fn check_widenings(&self, input: &ArrowSchema) -> Result<(), InputError> {
+        self.check_names(input.fields().iter().map(|f| f.name().as_str()))?;
+        for f in input.fields() {
+            let ty = self.column(f.name()).column_type;
+            if !widens_to(f.data_type(), ty) {
+                return Err(self.mismatch(f.name(), ty, f.data_type().to_string()));
+            }
+        }
+        Ok(())
+    }
+
+    /// A table column already known to exist.
+    fn column(&self, name: &str) -> &'a Field {
+        self.schema.field(name).expect("column names are checked first")
+    }
+
+    /// Maps a type-checked input batch onto the table schema: casts each column, fills absent
+    /// (nullable) columns with nulls and rejects nulls in not-null columns. `first_row` is the
+    /// 0-based index of the batch's first row in the file; `line_of` maps a row index to the
+    /// line number reported in `InvalidValue`.
+    fn conform(&self, batch: &RecordBatch, first_row: usize, line_of: &dyn Fn(usize) -> u64) -> Result<RecordBatch, InputError> {
+        let rows = batch.num_rows();
+        let mut columns = Vec::with_capacity(self.schema.fields.len());
+        for field in &self.schema.fields {
+            let column = match batch.column_by_name(&field.name) {
+                Some(input) => self.cast_checked(input, field, first_row, line_of)?,
+                None => new_null_array(&field.column_type.arrow_type(), rows),
+            };
+            if !field.nullable && column.null_count() > 0 {
+                let row = (0..rows).find(|&i| column.is_null(i)).unwrap_or(0);
+                return Err(InputError::NullInNonNullable {
+                    file: self.file.to_string(),
+                    column: field.name.clone(),
+                    row: (first_row + row + 1) as u64,
+                });
+            }
+            columns.push(column);
+        }
+        let options = RecordBatchOptions::new().with_row_count(Some(rows));
+        RecordBatch::try_new_with_options(self.target.clone(), columns, &options).map_err(|e| self.unparsable(e))
+    }
+
+    /// Casts one column to its table type (safe cast: failures become null). A value that was
+    /// present but became null is an `InvalidValue` naming its line and the value.
+    fn cast_checked(&self, input: &ArrayRef, field: &Field, first_row: usize, line_of: &dyn Fn(usize) -> u64) -> Result<ArrayRef, InputError> {
+        let to = field.column_type.arrow_type();
+        if input.data_type() == &to {
+            return Ok(input.clone());
+        }
+        if input.data_type() == &DataType::Null {
+            return Ok(new_null_array(&to, input.len()));
+        }
+        let options = CastOptions { safe: true, ..Default::default() };
+        let output = match field.column_type {
+            // Via a zone-less timestamp (values are UTC instants), then labelled UTC: avoids
+            // needing named-timezone support; naive strings/timestamps are taken as UTC.
+            ColumnType::Timestamp => cast_with_options(input, &DataType::Timestamp(TimeUnit::Microsecond, None), &options)
+                .map(|a| Arc::new(a.as_primitive::<TimestampMicrosecondType>().clone().with_timezone("UTC")) as ArrayRef),
+            _ => cast_with_options(input, &to, &options),
+        }
+        .map_err(|_| self.mismatch(&field.name, field.column_type, input.data_type().to_string()))?;
+        if output.null_count() == input.logical_null_count() {
+            return Ok(output);
+        }
+        let input_nulls = input.logical_nulls();
+        let bad = (0..input.len()).find(|&i| input_nulls.as_ref().is_none_or(|n| n.is_valid(i)) && output.is_null(i));
+        match bad {
+            Some(i) => Err(InputError::InvalidValue {
+                file: self.file.to_string(),
+                line: line_of(first_row + i),
+                column: field.name.clone(),
+                value: display_value(input, i),
+                expected: field.column_type.sql_name().to_string(),
+            }),
+            None => Ok(output),
+        }
+    }
+}
+
+/// One value of an array as text, for error messages.
+fn display_value(array: &ArrayRef, row: usize) -> String {
+    ArrayFormatter::try_new(array.as_ref(), &FormatOptions::default())
+        .map(|f| f.value(row).to_string())
+        .unwrap_or_default()
+}
+
+/// Lossless conversions accepted from typed inputs (Parquet, caller batches).
+fn widens_to(from: &DataType, to: ColumnType) -> bool {
+    use DataType::*;
+    match from {
+        // An all-null column fits any type (not-null columns are then rejected by row).
+        Null => true,
+        // Dictionary-encoded values are judged by their value type.
+        Dictionary(_, values) => widens_to(values, to),
+        _ => match to {
+            ColumnType::Boolean => matches!(from, Boolean),
+            ColumnType::Int => matches!(from, Int8 | Int16 | Int32 | UInt8 | UInt16),
+            ColumnType::Bigint => matches!(from, Int8 | Int16 | Int32 | Int64 | UInt8 | UInt16 | UInt32),
+            ColumnType::Float => matches!(from, Float32),
+            ColumnType::Double => matches!(from, Float32 | Float64 | Int8 | Int16 | Int32 | UInt8 | UInt16 | UInt32),
+            ColumnType::Varchar => matches!(from, Utf8 | LargeUtf8 | Utf8View),
+            ColumnType::Binary => matches!(from, Binary | LargeBinary | BinaryView),
+            ColumnType::Date => matches!(from, Date32),
+            // Any unit; no timezone means UTC; the instant is kept.
+            ColumnType::Timestamp => matches!(from, Timestamp(_, _)),
+        },
+    }
+}
+
+/// CSV with a header row: every column is read as text (empty = null), then parsed into the
+/// table type. Line numbers count the header as line 1.
+fn read_csv(path: &Path, ctx: &Ctx<'_>) -> Result<Vec<RecordBatch>, InputError> {
+    let (header, _) = arrow::csv::reader::Format::default()
+        .with_header(true)
+        .infer_schema(ctx.open(path)?, Some(0))
+        .map_err(|e| ctx.unparsable(e))?;
+    if header.fields().is_empty() {
+        return Err(ctx.unparsable("no header row"));
+    }
+    ctx.check_names(header.fields().iter().map(|f| f.name().as_str()))?;
+    let text_fields: Vec<ArrowField> = header.fields().iter().map(|f| ArrowField::new(f.name(), DataType::Utf8, true)).collect();
+    let reader = arrow::csv::ReaderBuilder::new(Arc::new(ArrowSchema::new(text_fields)))
+        .with_header(true)
+        .with_header_validation(false)
+        .with_batch_size(BATCH_SIZE)
+        .build(ctx.open(path)?)
+        .map_err(|e| ctx.unparsable(e))?;
+    let mut out = Vec::new();
+    let mut first_row = 0;
+    for batch in reader {
+        let batch = batch.map_err(|e| ctx.unparsable(e))?;
+        out.push(ctx.conform(&batch, first_row, &|row| row as u64 + 2)?);
+        first_row += batch.num_rows();
+    }
+    Ok(out)
+}
+
+/// Newline-delimited JSON objects. Column types are inferred over the whole file and checked
+/// against the table; values are decoded in their JSON type, then cast to the table type.
+fn read_json(path: &Path, ctx: &Ctx<'_>) -> Result<Vec<RecordBatch>, InputError> {
+    let mut reader = BufReader::new(ctx.open(path)?);
+    let (inferred, records) =
+        arrow::json::reader::infer_json_schema_from_seekable(&mut reader, None).map_err(|e| ctx.unparsable(e))?;
+    let mut fields: Vec<_> = inferred.fields().iter().cloned().collect();
+    fields.sort_by(|a, b| a.name().cmp(b.name()));
+    ctx.check_names(fields.iter().map(|f| f.name().as_str()))?;
+    for f in &fields {
+        let ty = ctx.column(f.name()).column_type;
+        if !json_fits(f.data_type(), ty) {
+            return Err(ctx.mismatch(f.name(), ty, json_type_name(f.data_type())));
+        }
+    }
+    let line_of = |row: usize| json_record_line(path, row);
+    if fields.is_empty() {
+        // Only empty objects (or no records): every present row is all nulls.
+        let batch = RecordBatch::try_new_with_options(Arc::new(ArrowSchema::empty()), vec![], &RecordBatchOptions::new().with_row_count(Some(records)))
+            .map_err(|e| ctx.unparsable(e))?;
+        return Ok(vec![ctx.conform(&batch, 0, &line_of)?]);
+    }
+    let decode_schema = Arc::new(ArrowSchema::new(fields));
+    let decoder = arrow::json::ReaderBuilder::new(decode_schema.clone())
+        .with_batch_size(BATCH_SIZE)
+        .build(reader)
+        .map_err(|e| ctx.unparsable(e))?;
+    let mut out = Vec::new();
+    let mut first_row = 0;
+    for batch in decoder {
+        let batch = batch.map_err(|e| json_decode_error(path, ctx, &decode_schema, e))?;
+        out.push(ctx.conform(&batch, first_row, &line_of)?);
+        first_row += batch.num_rows();
+    }
+    Ok(out)
+}
+
+/// Which inferred JSON types a table type accepts.
+fn json_fits(inferred: &DataType, to: ColumnType) -> bool {
+    use ColumnType::*;
+    match inferred {
+        DataType::Null => true,
+        DataType::Int64 => matches!(to, Int | Bigint | Float | Double),
+        DataType::Float64 => matches!(to, Float | Double),
+        DataType::Utf8 => matches!(to, Varchar | Date | Timestamp | Binary),
+        DataType::Boolean => to == Boolean,
+        _ => false,
+    }
+}
+
+/// A readable name for an inferred JSON type.
+fn json_type_name(inferred: &DataType) -> String {
+    match inferred {
+        DataType::Null => "null".into(),
+        DataType::Int64 => "number".into(),
+        DataType::Float64 => "double".into(),
+        DataType::Utf8 => "string".into(),
+        DataType::Boolean => "boolean".into(),
+        DataType::Struct(_) => "object".into(),
+        DataType::List(_) | DataType::LargeList(_) => "array".into(),
+        other => other.to_string(),
+    }
+}
+
+/// The 1-based line of the `record`-th (0-based) record: NDJSON has one record per non-blank line.
+fn json_record_line(path: &Path, record: usize) -> u64 {
+    let line = File::open(path).ok().and_then(|f| {
+        BufReader::new(f)
+            .lines()
+            .map_while(Result::ok)
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .nth(record)
+            .map(|(i, _)| i as u64 + 1)
+    });
+    line.unwrap_or(record as u64 + 1)
+}
+
+/// Turns an arrow-json decode error into `InvalidValue` by finding the first value whose JSON
+/// kind does not match its column's decode type (e.g. a number among strings); else `Unparsable`.
+fn json_decode_error(path: &Path, ctx: &Ctx<'_>, decode_schema: &ArrowSchema, error: arrow::error::ArrowError) -> InputError {
+    let fits = |v: &serde_json::Value, t: &DataType| match t {
+        _ if v.is_null() => true,
+        DataType::Utf8 => v.is_string(),
+        DataType::Int64 => v.as_i64().is_some(),
+        DataType::Float64 => v.is_number(),
+        DataType::Boolean => v.is_boolean(),
+        _ => false,
+    };
+    if let Ok(file) = File::open(path) {
+        for (i, line) in BufReader::new(file).lines().map_while(Result::ok).enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let Ok(serde_json::Value::Object(record)) = serde_json::from_str::<serde_json::Value>(&line) else { break };
+            for f in decode_schema.fields() {
+                match record.get(f.name()) {
+                    Some(v) if !fits(v, f.data_type()) => {
+                        return InputError::InvalidValue {
+                            file: ctx.file.to_string(),
+                            line: i as u64 + 1,
+                            column: f.name().clone(),
+                            value: v.to_string(),
+                            expected: ctx.column(f.name()).column_type.sql_name().to_string(),
+                        };
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    ctx.unparsable(error)
+}
+
+/// Parquet: typed columns, accepted when they widen losslessly to the table type.
+fn read_parquet(path: &Path, ctx: &Ctx<'_>) -> Result<Vec<RecordBatch>, InputError> {
+    let builder = ParquetRecordBatchReaderBuilder::try_new(ctx.open(path)?).map_err(|e| ctx.unparsable(e))?;
+    ctx.check_widenings(builder.schema())?;
+    let reader = builder.with_batch_size(BATCH_SIZE).build().map_err(|e| ctx.unparsable(e))?;
+    let mut out = Vec::new();
+    let mut first_row = 0;
+    for batch in reader {
+        let batch = batch.map_err(|e| ctx.unparsable(e))?;
+        out.push(ctx.conform(&batch, first_row, &|row| row as u64 + 1)?);
+        first_row += batch.num_rows();
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Int32Array, StringArray};
+    use arrow::datatypes::Int64Type;
+    use parquet::arrow::ArrowWriter;
+
+    fn write(dir: &tempfile::TempDir, name: &str, contents: &str) -> std::path::PathBuf {
+        let path = dir.path().join(name);
+        std::fs::write(&path, contents).unwrap();
+        path
+    }
+
+    fn write_parquet(dir: &tempfile::TempDir, name: &str, batch: &RecordBatch) -> std::path::PathBuf {
+        let path = dir.path().join(name);
+        let mut writer = ArrowWriter::try_new(File::create(&path).unwrap(), batch.schema(), None).unwrap();
+        writer.write(batch).unwrap();
+        writer.close().unwrap();
+        path
+    }
+
+    fn schema() -> Schema {
+        Schema::parse("id bigint not null, name varchar, score double, note varchar").unwrap()
+    }
+
+    #[test]
+    fn detects_formats_by_extension() {
+        assert_eq!(detect_format(Path::new("a.CSV")).unwrap(), InputFormat::Csv);
+        assert_eq!(detect_format(Path::new("a.ndjson")).unwrap(), InputFormat::Json);
+        assert_eq!(detect_format(Path::new("a.parq")).unwrap(), InputFormat::Parquet);
+        assert!(matches!(detect_format(Path::new("a.txt")), Err(InputError::UnsupportedFileType { .. })));
+    }
+
+    #[test]
+    fn csv_happy_path_fills_missing_nullable_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(&dir, "in.csv", "name,id,score\na,1,1.5\n,2,\n");
+        let batches = read_file(&path, &schema()).unwrap();
+        assert_eq!(batches.len(), 1);
+        let b = &batches[0];
+        assert_eq!(b.schema(), schema().arrow_schema());
+        assert_eq!(b.column(0).as_primitive::<Int64Type>().values(), &[1, 2]);
+        assert_eq!(b.column(1).as_string::<i32>(), &StringArray::from(vec![Some("a"), None]));
+        assert!(b.column(2).is_null(1));
+        assert_eq!(b.column(3).null_count(), 2);
+    }
+
+    #[test]
+    fn csv_unknown_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(&dir, "in.csv", "id,bogus\n1,x\n");
+        match read_file(&path, &schema()) {
+            Err(InputError::UnknownColumn { file, column, known }) => {
+                assert_eq!(file, path.display().to_string());
+                assert_eq!(column, "bogus");
+                assert_eq!(known, "id, name, score, note");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn csv_bad_bigint_names_line_3() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(&dir, "in.csv", "id,name\n1,a\nx2,b\n");
+        match read_file(&path, &schema()) {
+            Err(InputError::InvalidValue { line, column, value, expected, .. }) => {
+                assert_eq!((line, column.as_str(), value.as_str(), expected.as_str()), (3, "id", "x2", "bigint"));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn csv_null_in_not_null_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(&dir, "in.csv", "id,name\n1,a\n,b\n");
+        match read_file(&path, &schema()) {
+            Err(InputError::NullInNonNullable { column, row, .. }) => assert_eq!((column.as_str(), row), ("id", 2)),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn csv_missing_required_empty_and_ragged() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = write(&dir, "m.csv", "name\na\n");
+        assert!(matches!(read_file(&missing, &schema()), Err(InputError::MissingColumn { column, .. }) if column == "id"));
+        let empty = write(&dir, "e.csv", "");
+        assert!(matches!(read_file(&empty, &schema()), Err(InputError::Unparsable { reason, .. }) if reason == "no header row"));
+        let ragged = write(&dir, "r.csv", "id,name\n1,a,extra\n");
+        assert!(matches!(read_file(&ragged, &schema()), Err(InputError::Unparsable { .. })));
+        let header_only = write(&dir, "h.csv", "id,name\n");
+        assert!(read_file(&header_only, &schema()).unwrap().is_empty());
+        let io = read_file(&dir.path().join("nope.csv"), &schema());
+        assert!(matches!(io, Err(InputError::Io { .. })));
+    }
+
+    #[test]
+    fn csv_timestamps_dates_booleans_binary() {
+        let dir = tempfile::tempdir().unwrap();
+        let schema = Schema::parse("at timestamp, day date, ok boolean, raw binary").unwrap();
+        let csv = "at,day,ok,raw\n2024-01-02T03:04:05Z,2024-01-02,true,ab\n2024-01-02 03:04:05,,false,\n";
+        let path = write(&dir, "t.csv", csv);
+        let b = &read_file(&path, &schema).unwrap()[0];
+        assert_eq!(b.schema(), schema.arrow_schema());
+        let at = b.column(0).as_primitive::<TimestampMicrosecondType>();
+        assert_eq!(at.values(), &[1_704_164_645_000_000, 1_704_164_645_000_000]);
+        assert_eq!(b.column(1).as_primitive::<arrow::datatypes::Date32Type>().value(0), 19724);
+        assert!(b.column(2).as_boolean().value(0) && !b.column(2).as_boolean().value(1));
+        assert_eq!(b.column(3).as_binary::<i32>().value(0), b"ab");
+        let bad = write(&dir, "bad.csv", "at\nyesterday\n");
+        assert!(matches!(read_file(&bad, &schema), Err(InputError::InvalidValue { line: 2, .. })));
+    }
+
+    #[test]
+    fn ndjson_happy_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let schema = Schema::parse("id bigint not null, n int, score double, name varchar, at timestamp, ok boolean").unwrap();
+        let json = "{\"id\": 1, \"n\": 7, \"score\": 2, \"name\": \"a\", \"at\": \"2024-01-02T03:04:05Z\", \"ok\": true}\n\n{\"id\": 2, \"score\": 2.5, \"name\": null}\n";
+        let path = write(&dir, "in.jsonl", json);
+        let batches = read_file(&path, &schema).unwrap();
+        assert_eq!(batches.len(), 1);
+        let b = &batches[0];
+        assert_eq!(b.schema(), schema.arrow_schema());
+        assert_eq!(b.column(0).as_primitive::<Int64Type>().values(), &[1, 2]);
+        assert_eq!(b.column(1).as_primitive::<arrow::datatypes::Int32Type>().value(0), 7);
+        assert_eq!(b.column(2).as_primitive::<arrow::datatypes::Float64Type>().values(), &[2.0, 2.5]);
+        assert_eq!(b.column(4).as_primitive::<TimestampMicrosecondType>().value(0), 1_704_164_645_000_000);
+        assert!(b.column(3).is_null(1) && b.column(5).is_null(1));
+    }
+
+    #[test]
+    fn ndjson_type_mismatch_and_bad_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let schema = Schema::parse("id bigint, n int, name varchar").unwrap();
+        let path = write(&dir, "s.json", "{\"id\": \"1\"}\n");
+        match read_file(&path, &schema) {
+            Err(InputError::TypeMismatch { column, expected, found, .. }) => {
+                assert_eq!((column.as_str(), expected.as_str(), found.as_str()), ("id", "bigint", "string"))
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        let float = write(&dir, "f.json", "{\"id\": 1.5}\n");
+        assert!(matches!(read_file(&float, &schema), Err(InputError::TypeMismatch { found, .. }) if found == "double"));
+        let overflow = write(&dir, "o.json", "{\"n\": 1}\n\n{\"n\": 3000000000}\n");
+        assert!(matches!(read_file(&overflow, &schema), Err(InputError::InvalidValue { line: 3, column, .. }) if column == "n"));
+        let mixed = write(&dir, "x.json", "{\"name\": \"a\"}\n{\"name\": 5}\n");
+        assert!(matches!(read_file(&mixed, &schema), Err(InputError::InvalidValue { line: 2, value, .. }) if value == "5"));
+        let unknown = write(&dir, "u.json", "{\"zzz\": 1}\n");
+        assert!(matches!(read_file(&unknown, &schema), Err(InputError::UnknownColumn { .. })));
+    }
+
+    #[test]
+    fn parquet_int32_widens_to_bigint() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = RecordBatch::try_from_iter([("id", Arc::new(Int32Array::from(vec![1, 2, 3])) as ArrayRef)]).unwrap();
+        let path = write_parquet(&dir, "in.parquet", &input);
+        let batches = read_file(&path, &schema()).unwrap();
+        assert_eq!(batches[0].schema(), schema().arrow_schema());
+        assert_eq!(batches[0].column(0).as_primitive::<Int64Type>().values(), &[1, 2, 3]);
+        assert_eq!(batches[0].column(1).null_count(), 3);
+    }
+
+    #[test]
+    fn parquet_utf8_for_double_is_type_mismatch() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = RecordBatch::try_from_iter([
+            ("id", Arc::new(arrow::array::Int64Array::from(vec![1])) as ArrayRef),
+            ("score", Arc::new(StringArray::from(vec!["1.5"])) as ArrayRef),
+        ])
+        .unwrap();
+        let path = write_parquet(&dir, "in.parquet", &input);
+        match read_file(&path, &schema()) {
+            Err(InputError::TypeMismatch { column, expected, found, .. }) => {
+                assert_eq!((column.as_str(), expected.as_str(), found.as_str()), ("score", "double", "Utf8"))
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn parquet_timestamps_of_any_unit_become_utc_micros() {
+        let dir = tempfile::tempdir().unwrap();
+        let nanos = arrow::array::TimestampNanosecondArray::from(vec![1_704_164_645_000_000_123]);
+        let secs = arrow::array::TimestampSecondArray::from(vec![1_704_164_645]).with_timezone("+01:00");
+        let input = RecordBatch::try_from_iter([("a", Arc::new(nanos) as ArrayRef), ("b", Arc::new(secs) as ArrayRef)]).unwrap();
+        let path = write_parquet(&dir, "ts.parquet", &input);
+        let schema = Schema::parse("a timestamp, b timestamp").unwrap();
+        let b = &read_file(&path, &schema).unwrap()[0];
+        assert_eq!(b.schema(), schema.arrow_schema());
+        assert_eq!(b.column(0).as_primitive::<TimestampMicrosecondType>().value(0), 1_704_164_645_000_000);
+        assert_eq!(b.column(1).as_primitive::<TimestampMicrosecondType>().value(0), 1_704_164_645_000_000);
+    }
+
+    #[test]
+    fn ndjson_empty_objects_and_no_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let schema = Schema::parse("name varchar").unwrap();
+        let path = write(&dir, "e.ndjson", "{}
+{}
+");
+        assert_eq!(read_file(&path, &schema).unwrap()[0].num_rows(), 2);
+        let empty = write(&dir, "z.json", "");
+        assert!(read_file(&empty, &schema).unwrap().is_empty());
+    }
+
+    #[test]
+    fn conform_batch_applies_widening_rules() {
+        let input = RecordBatch::try_from_iter([("id", Arc::new(Int32Array::from(vec![5])) as ArrayRef)]).unwrap();
+        let out = conform_batch(&input, &schema(), "batch 0").unwrap();
+        assert_eq!(out.schema(), schema().arrow_schema());
+        let text = RecordBatch::try_from_iter([("id", Arc::new(StringArray::from(vec!["5"])) as ArrayRef)]).unwrap();
+        assert!(matches!(conform_batch(&text, &schema(), "batch 0"), Err(InputError::TypeMismatch { file, .. }) if file == "batch 0"));
+    }
+}

@@ -1,0 +1,8 @@
+//! Data files: reading user input, writing Parquet fragments, scanning them.
+
+pub(crate) mod adapt;
+mod file_reader;
+pub(crate) mod ingest;
+pub(crate) mod predicate;
+pub(crate) mod scan;
+pub(crate) mod writer;

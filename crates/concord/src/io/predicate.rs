@@ -1,0 +1,123 @@
+//! SQL predicates, parsed and planned by DataFusion against the table schema.
+
+use std::sync::Arc;
+
+use arrow::array::{Array, BooleanArray, RecordBatch, RecordBatchOptions};
+use arrow::compute::prep_null_mask_filter;
+use arrow::datatypes::{DataType, SchemaRef};
+use arrow::error::ArrowError;
+use datafusion::common::{DFSchema, DataFusionError, SchemaError};
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_optimizer::pruning::{PruningPredicate, PruningPredicateBuilder};
+use datafusion::prelude::SessionContext;
+
+use crate::error::PredicateError;
+use crate::format::schema::{Field, Schema};
+
+/// A compiled filter. `schema` holds only the referenced columns, in table order;
+/// batches handed to [`Predicate::evaluate`] must have exactly that schema.
+#[derive(Debug)]
+pub(crate) struct Predicate {
+    pub fields: Vec<Field>,
+    pub schema: SchemaRef,
+    expr: Arc<dyn PhysicalExpr>,
+    pub pruning: Option<Arc<PruningPredicate>>,
+}
+
+pub(crate) fn compile(sql: &str, table: &Schema) -> Result<Predicate, PredicateError> {
+    let full = table.arrow_schema();
+    let ctx = SessionContext::new();
+    let df_full = DFSchema::try_from(full.as_ref().clone()).map_err(|e| invalid(sql, e))?;
+    let expr = ctx.parse_sql_expr(sql, &df_full).map_err(|e| classify(sql, table, e))?;
+    let referenced = expr.column_refs();
+    let fields: Vec<Field> = table.fields.iter().filter(|f| referenced.iter().any(|c| c.name == f.name)).cloned().collect();
+    if let Some(unknown) = referenced.iter().find(|c| table.field(&c.name).is_none()) {
+        return Err(unknown_column(sql, table, &unknown.name));
+    }
+    let indices: Vec<usize> = fields.iter().map(|f| full.index_of(&f.name).expect("field exists")).collect();
+    let schema: SchemaRef = Arc::new(full.project(&indices).map_err(|e| invalid(sql, e))?);
+    let df_schema = DFSchema::try_from(schema.as_ref().clone()).map_err(|e| invalid(sql, e))?;
+    let physical = ctx.create_physical_expr(expr, &df_schema).map_err(|e| classify(sql, table, e))?;
+    let data_type = physical.data_type(&schema).map_err(|e| invalid(sql, e))?;
+    if data_type != DataType::Boolean && data_type != DataType::Null {
+        return Err(PredicateError::NotBoolean { sql: sql.to_string(), found: data_type.to_string() });
+    }
+    // Pruning is an optimisation: a predicate it cannot handle simply prunes nothing.
+    let pruning = PruningPredicateBuilder::new().with_file_schema(schema.clone()).build(physical.clone());
+    Ok(Predicate { fields, schema, expr: physical, pruning })
+}
+
+impl Predicate {
+    /// Rows of `batch` (which has `self.schema`) for which the predicate is true.
+    /// NULL counts as false.
+    pub fn evaluate(&self, batch: &RecordBatch) -> Result<BooleanArray, ArrowError> {
+        let value = self.expr.evaluate(batch).map_err(|e| ArrowError::ComputeError(e.to_string()))?;
+        let array = value.into_array(batch.num_rows()).map_err(|e| ArrowError::ComputeError(e.to_string()))?;
+        match array.as_any().downcast_ref::<BooleanArray>() {
+            Some(b) if b.null_count() > 0 => Ok(prep_null_mask_filter(b)),
+            Some(b) => Ok(b.clone()),
+            None => Ok(BooleanArray::from(vec![false; batch.num_rows()])),
+        }
+    }
+
+    /// For a predicate on no columns (or only columns a file lacks, so all NULL):
+    /// its value on a single all-NULL row.
+    pub fn constant_value(&self) -> Result<bool, ArrowError> {
+        let columns = self.schema.fields().iter().map(|f| arrow::array::new_null_array(f.data_type(), 1)).collect();
+        let batch = RecordBatch::try_new_with_options(self.schema.clone(), columns, &RecordBatchOptions::new().with_row_count(Some(1)))?;
+        Ok(self.evaluate(&batch)?.value(0))
+    }
+}
+
+fn classify(sql: &str, table: &Schema, e: DataFusionError) -> PredicateError {
+    if let DataFusionError::SchemaError(inner, _) = e.find_root() {
+        if let SchemaError::FieldNotFound { field, .. } = inner.as_ref() {
+            return unknown_column(sql, table, &field.name);
+        }
+    }
+    match e.find_root() {
+        DataFusionError::SQL(..) => {
+            PredicateError::Parse { sql: sql.to_string(), reason: e.find_root().to_string() }
+        }
+        _ => invalid(sql, e),
+    }
+}
+
+fn unknown_column(sql: &str, table: &Schema, column: &str) -> PredicateError {
+    PredicateError::UnknownColumn { sql: sql.to_string(), column: column.to_string(), known: table.names().join(", ") }
+}
+
+fn invalid(sql: &str, e: impl std::fmt::Display) -> PredicateError {
+    PredicateError::Invalid { sql: sql.to_string(), reason: e.to_string() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Int64Array, StringArray};
+
+    fn table() -> Schema {
+        Schema::parse("id bigint not null, name varchar, score double").unwrap()
+    }
+
+    #[test]
+    fn compiles_and_evaluates_on_referenced_columns_only() {
+        let p = compile("id > 1 AND name <> 'b'", &table()).unwrap();
+        assert_eq!(p.fields.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(), vec!["id", "name"]);
+        let batch = RecordBatch::try_new(
+            p.schema.clone(),
+            vec![Arc::new(Int64Array::from(vec![1, 2, 3])), Arc::new(StringArray::from(vec![Some("a"), Some("b"), None]))],
+        )
+        .unwrap();
+        assert_eq!(p.evaluate(&batch).unwrap(), BooleanArray::from(vec![false, false, false]));
+        assert!(p.pruning.is_some());
+    }
+
+    #[test]
+    fn classifies_errors() {
+        assert!(matches!(compile("nope = 1", &table()), Err(PredicateError::UnknownColumn { column, .. }) if column == "nope"));
+        assert!(matches!(compile("id >", &table()), Err(PredicateError::Parse { .. })));
+        assert!(matches!(compile("id + 1", &table()), Err(PredicateError::NotBoolean { .. })));
+        assert!(compile("1 = 1", &table()).unwrap().constant_value().unwrap());
+    }
+}

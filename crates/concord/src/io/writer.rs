@@ -1,0 +1,69 @@
+//! Writes rows as new Parquet data files (fresh UUID names, created once).
+
+use arrow::array::RecordBatch;
+use bytes::Bytes;
+use parquet::arrow::ArrowWriter;
+use parquet::basic::Compression;
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
+
+use crate::env::Env;
+use crate::error::WriteError;
+use crate::format::manifest::{DataFile, NewFragment};
+use crate::format::naming;
+use crate::format::schema::Schema;
+use crate::storage::TableStore;
+
+/// Rows per data file (one fragment each).
+pub const MAX_ROWS_PER_FILE: usize = 1 << 20;
+/// Rows per Parquet row group: the unit of statistics pruning.
+pub const ROW_GROUP_ROWS: usize = 64 * 1024;
+
+/// Writes `batches` (already conforming to `schema`) as fragments of at most
+/// `MAX_ROWS_PER_FILE` rows, one data file each.
+pub(crate) async fn write_fragments(
+    store: &TableStore,
+    env: &Env,
+    schema: &Schema,
+    batches: &[RecordBatch],
+) -> Result<Vec<NewFragment>, WriteError> {
+    let file_schema = schema.arrow_schema_with_field_ids();
+    let fields: Vec<u32> = schema.fields.iter().map(|f| f.id).collect();
+    let props = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+        .set_statistics_enabled(EnabledStatistics::Page)
+        .build();
+    let encode = |e: parquet::errors::ParquetError| WriteError::Encode { reason: e.to_string() };
+    let mut encoded: Vec<(Vec<u8>, u64)> = Vec::new();
+    let mut current: Option<(ArrowWriter<Vec<u8>>, u64)> = None;
+    for batch in batches {
+        let batch = RecordBatch::try_new(file_schema.clone(), batch.columns().to_vec())
+            .map_err(|e| WriteError::Encode { reason: e.to_string() })?;
+        let mut offset = 0;
+        while offset < batch.num_rows() {
+            let (writer, rows) = match &mut current {
+                Some(open) => open,
+                None => current.insert((ArrowWriter::try_new(Vec::new(), file_schema.clone(), Some(props.clone())).map_err(encode)?, 0)),
+            };
+            let take = (MAX_ROWS_PER_FILE - *rows as usize).min(batch.num_rows() - offset);
+            writer.write(&batch.slice(offset, take)).map_err(encode)?;
+            *rows += take as u64;
+            offset += take;
+            if *rows as usize == MAX_ROWS_PER_FILE {
+                let (writer, rows) = current.take().expect("just used");
+                encoded.push((writer.into_inner().map_err(encode)?, rows));
+            }
+        }
+    }
+    if let Some((writer, rows)) = current {
+        encoded.push((writer.into_inner().map_err(encode)?, rows));
+    }
+    let mut fragments = Vec::with_capacity(encoded.len());
+    for (bytes, rows) in encoded {
+        let path = naming::data_file_name(env.new_uuid());
+        let size_bytes = bytes.len() as u64;
+        store.put_new(&path, Bytes::from(bytes)).await?;
+        fragments.push(NewFragment { files: vec![DataFile { path, fields: fields.clone(), size_bytes }], rows });
+    }
+    Ok(fragments)
+}

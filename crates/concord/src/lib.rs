@@ -1,0 +1,38 @@
+//! Concord: versioned Arrow tables on object storage that many writers change at once.
+//!
+//! Layers (each a private module; the public API is the list below):
+//! - `format`: the on-disk format, pure data (see FORMAT.md);
+//! - `storage`: stores, URIs and the commit seam ([`CommitCoordinator`]);
+//! - `txn`: transactions, conflict rules, the commit loop;
+//! - `io`: reading input, writing and scanning Parquet data files;
+//! - `table`: the [`Table`] API.
+
+mod env;
+mod error;
+mod format;
+mod io;
+mod storage;
+mod table;
+mod txn;
+
+pub use env::{Clock, Env, RandomSource, StdRandom, SystemClock};
+pub use error::{
+    CommitError, CorruptObject, CreateError, InputError, OpenError, PredicateError, ScanError, StorageError, UriError, WriteError,
+};
+pub use format::manifest::{
+    DataFile, DeletionRef, Fragment, IsolationLevel, Manifest, NewFragment, Operation, SegmentRef, TransactionRecord,
+    FORMAT_VERSION, PROPERTY_ISOLATION,
+};
+pub use format::naming::{parse_version_file_name, version_file_name};
+pub use format::schema::{ColumnType, Field, Schema, SchemaParseError};
+pub use io::scan::ScanMetrics;
+pub use storage::{
+    CommitCoordinator, CoordinatorCapabilities, CreateOutcome, LatestLookup, ObjectStoreCoordinator, StoreKind, StoreResolver,
+    TableLocation,
+};
+pub use table::{ScanOptions, Table, TableScan, VersionInfo};
+pub use txn::conflict::{resolve as resolve_conflict, Resolution};
+pub use txn::{CommitInfo, CommitOptions, RetryPolicy};
+
+/// The Arrow and object_store versions Concord's API uses.
+pub use {arrow, object_store};

@@ -1,0 +1,164 @@
+//! Commits by put-if-absent of `_versions/<inverted>.json` on the table's own store.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::TryStreamExt;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use serde::{Deserialize, Serialize};
+
+use super::coordinator::{CommitCoordinator, CoordinatorCapabilities, CreateOutcome};
+use crate::error::StorageError;
+use crate::format::naming;
+
+/// How the latest version is found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LatestLookup {
+    /// One ordered LIST page: the first entry of `_versions/` is the newest (S3, Azure, GCS).
+    OrderedListing,
+    /// Read the advisory hint, then probe upward with HEAD requests (galloping, then
+    /// binary search). Falls back to a full listing only if the hint is missing or wrong.
+    /// For stores whose listing is unordered or costs O(entries) (local disk, memory).
+    HintThenProbe,
+}
+
+#[derive(Debug)]
+pub struct ObjectStoreCoordinator {
+    store: Arc<dyn ObjectStore>,
+    root: Path,
+    lookup: LatestLookup,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Hint {
+    version: u64,
+}
+
+fn storage_error(action: &'static str, path: &Path, source: object_store::Error) -> StorageError {
+    StorageError { action, path: path.to_string(), source }
+}
+
+impl ObjectStoreCoordinator {
+    pub fn new(store: Arc<dyn ObjectStore>, root: Path, lookup: LatestLookup) -> Self {
+        ObjectStoreCoordinator { store, root, lookup }
+    }
+
+    async fn exists(&self, version: u64) -> Result<bool, StorageError> {
+        let path = naming::version_path(&self.root, version);
+        match self.store.head(&path).await {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::NotFound { .. }) => Ok(false),
+            Err(e) => Err(storage_error("checking", &path, e)),
+        }
+    }
+
+    async fn read_hint(&self) -> Option<u64> {
+        let bytes = self.store.get(&naming::latest_hint_path(&self.root)).await.ok()?.bytes().await.ok()?;
+        serde_json::from_slice::<Hint>(&bytes).ok().map(|h| h.version)
+    }
+
+    /// Newest version at or above `start`, which is known to exist.
+    /// Versions have no gaps, so existence is monotone: gallop, then bisect.
+    async fn probe_up_from(&self, start: u64) -> Result<u64, StorageError> {
+        let (mut lo, mut step) = (start, 1u64);
+        let hi = loop {
+            let probe = lo.saturating_add(step);
+            if self.exists(probe).await? {
+                lo = probe;
+                step = step.saturating_mul(2);
+            } else {
+                break probe;
+            }
+        };
+        let (mut lo, mut hi) = (lo, hi);
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if self.exists(mid).await? { lo = mid } else { hi = mid }
+        }
+        Ok(lo)
+    }
+
+    async fn latest_by_listing(&self, ordered: bool) -> Result<Option<u64>, StorageError> {
+        let dir = naming::versions_dir(&self.root);
+        let mut stream = self.store.list(Some(&dir));
+        let mut newest: Option<u64> = None;
+        while let Some(meta) = stream.try_next().await.map_err(|e| storage_error("listing", &dir, e))? {
+            if let Some(v) = meta.location.filename().and_then(naming::parse_version_file_name) {
+                if ordered {
+                    return Ok(Some(v));
+                }
+                newest = newest.max(Some(v));
+            }
+        }
+        Ok(newest)
+    }
+}
+
+#[async_trait]
+impl CommitCoordinator for ObjectStoreCoordinator {
+    fn capabilities(&self) -> CoordinatorCapabilities {
+        CoordinatorCapabilities { atomic_create: true, constant_time_latest: true }
+    }
+
+    async fn create_version(&self, version: u64, manifest: Bytes) -> Result<CreateOutcome, StorageError> {
+        let path = naming::version_path(&self.root, version);
+        let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
+        match self.store.put_opts(&path, PutPayload::from_bytes(manifest), opts).await {
+            Ok(_) => Ok(CreateOutcome::Created),
+            Err(object_store::Error::AlreadyExists { .. }) | Err(object_store::Error::Precondition { .. }) => {
+                Ok(CreateOutcome::AlreadyExists)
+            }
+            Err(e) => Err(storage_error("creating", &path, e)),
+        }
+    }
+
+    async fn read_version(&self, version: u64) -> Result<Option<Bytes>, StorageError> {
+        let path = naming::version_path(&self.root, version);
+        let result = match self.store.get(&path).await {
+            Ok(r) => r,
+            Err(object_store::Error::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(storage_error("reading", &path, e)),
+        };
+        result.bytes().await.map(Some).map_err(|e| storage_error("reading", &path, e))
+    }
+
+    async fn latest_version(&self, known: Option<u64>) -> Result<Option<u64>, StorageError> {
+        match self.lookup {
+            LatestLookup::OrderedListing => self.latest_by_listing(true).await,
+            LatestLookup::HintThenProbe => {
+                // The hint is advisory: trust it only after checking that it exists.
+                let verified_hint = match self.read_hint().await {
+                    Some(h) if known.is_none_or(|k| h > k) => self.exists(h).await?.then_some(h),
+                    _ => None,
+                };
+                match known.max(verified_hint) {
+                    Some(start) => self.probe_up_from(start).await.map(Some),
+                    None => self.latest_by_listing(false).await,
+                }
+            }
+        }
+    }
+
+    async fn list_versions(&self) -> Result<Vec<u64>, StorageError> {
+        let dir = naming::versions_dir(&self.root);
+        let metas: Vec<_> = self.store.list(Some(&dir)).try_collect().await.map_err(|e| storage_error("listing", &dir, e))?;
+        let mut versions: Vec<u64> =
+            metas.iter().filter_map(|m| m.location.filename().and_then(naming::parse_version_file_name)).collect();
+        versions.sort_unstable();
+        Ok(versions)
+    }
+
+    async fn after_commit(&self, version: u64) {
+        if self.lookup == LatestLookup::HintThenProbe {
+            let body = serde_json::to_vec(&Hint { version }).unwrap_or_default();
+            // Best effort: a stale or missing hint only costs extra probes.
+            let _ = self.store.put(&naming::latest_hint_path(&self.root), PutPayload::from(body)).await;
+        }
+    }
+
+    fn describe_version(&self, version: u64) -> String {
+        naming::version_path(&self.root, version).to_string()
+    }
+}

@@ -1,0 +1,113 @@
+//! Typed reads and writes of a table's objects: manifests, segments, data files.
+//! Everything written here is created once (put-if-absent) and never modified.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use object_store::path::Path;
+use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
+
+use super::TableLocation;
+use crate::env::Env;
+use crate::error::{CorruptObject, OpenError, StorageError};
+use crate::format::manifest::{Manifest, Segment, SegmentRef, FORMAT_VERSION};
+use crate::format::{naming, segments};
+
+/// Segments are immutable, so caching them is always safe; the cap bounds memory.
+const SEGMENT_CACHE_ENTRIES: usize = 4096;
+
+#[derive(Debug)]
+pub(crate) struct TableStore {
+    pub location: TableLocation,
+    segment_cache: Mutex<HashMap<String, Arc<Segment>>>,
+}
+
+impl TableStore {
+    pub fn new(location: TableLocation) -> Self {
+        TableStore { location, segment_cache: Mutex::new(HashMap::new()) }
+    }
+
+    pub fn path(&self, relative: &str) -> Path {
+        naming::resolve(&self.location.root, relative)
+    }
+
+    /// Version `version`'s manifest, `None` if it does not exist.
+    pub async fn read_manifest(&self, version: u64) -> Result<Option<Manifest>, OpenError> {
+        let coordinator = &self.location.coordinator;
+        match coordinator.read_version(version).await? {
+            None => Ok(None),
+            Some(bytes) => decode_manifest(&coordinator.describe_version(version), version, &bytes).map(Some),
+        }
+    }
+
+    pub async fn read_segment(&self, reference: &SegmentRef) -> Result<Arc<Segment>, OpenError> {
+        if let Some(hit) = self.segment_cache.lock().unwrap_or_else(|e| e.into_inner()).get(&reference.path) {
+            return Ok(hit.clone());
+        }
+        let path = self.path(&reference.path);
+        let read = async { self.location.store.get(&path).await?.bytes().await };
+        let bytes = read.await.map_err(|source| StorageError { action: "reading", path: path.to_string(), source })?;
+        let segment: Segment = serde_json::from_slice(&bytes)
+            .map_err(|e| CorruptObject { path: path.to_string(), reason: e.to_string() })?;
+        if segment.fragments.len() as u64 != reference.fragments {
+            let reason = format!("holds {} fragments, its reference says {}", segment.fragments.len(), reference.fragments);
+            return Err(CorruptObject { path: path.to_string(), reason }.into());
+        }
+        let segment = Arc::new(segment);
+        let mut cache = self.segment_cache.lock().unwrap_or_else(|e| e.into_inner());
+        if cache.len() >= SEGMENT_CACHE_ENTRIES {
+            cache.clear();
+        }
+        cache.insert(reference.path.clone(), segment.clone());
+        Ok(segment)
+    }
+
+    /// Writes `segment` under a fresh name and returns its reference.
+    pub async fn write_segment(&self, env: &Env, level: u8, segment: Segment) -> Result<SegmentRef, StorageError> {
+        let name = naming::segment_name(env.new_uuid());
+        let bytes = serde_json::to_vec(&segment).expect("segments always serialize");
+        self.put_new(&name, Bytes::from(bytes)).await?;
+        let reference = segments::segment_ref(name.clone(), level, &segment);
+        self.segment_cache.lock().unwrap_or_else(|e| e.into_inner()).insert(name, Arc::new(segment));
+        Ok(reference)
+    }
+
+    /// Creates `relative`; fails if it exists (names are fresh UUIDs, so it never should).
+    pub async fn put_new(&self, relative: &str, bytes: Bytes) -> Result<(), StorageError> {
+        let path = self.path(relative);
+        let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
+        self.location
+            .store
+            .put_opts(&path, PutPayload::from_bytes(bytes), opts)
+            .await
+            .map(|_| ())
+            .map_err(|source| StorageError { action: "writing", path: path.to_string(), source })
+    }
+
+    /// Removes objects this process wrote for a transaction that will not commit.
+    /// Best effort: leftovers are unreferenced and removed by cleanup.
+    pub async fn delete_best_effort(&self, relatives: impl IntoIterator<Item = &str>) {
+        for relative in relatives {
+            let _ = self.location.store.delete(&self.path(relative)).await;
+        }
+    }
+}
+
+/// Decodes and checks a manifest read from `path` for `version`.
+pub(crate) fn decode_manifest(path: &str, version: u64, bytes: &[u8]) -> Result<Manifest, OpenError> {
+    #[derive(serde::Deserialize)]
+    struct Header {
+        format_version: u32,
+    }
+    let corrupt = |reason: String| OpenError::Corrupt(CorruptObject { path: path.to_string(), reason });
+    let header: Header = serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string()))?;
+    if header.format_version > FORMAT_VERSION {
+        return Err(OpenError::UnsupportedFormat { path: path.to_string(), found: header.format_version, supported: FORMAT_VERSION });
+    }
+    let manifest: Manifest = serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string()))?;
+    if manifest.version != version {
+        return Err(corrupt(format!("it says version {}, its name says {version}", manifest.version)));
+    }
+    Ok(manifest)
+}

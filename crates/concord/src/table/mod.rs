@@ -1,0 +1,155 @@
+//! The table API: one handle per (table, version).
+
+mod read;
+mod write;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+
+use crate::env::Env;
+use crate::error::{CreateError, OpenError};
+use crate::format::manifest::{IsolationLevel, Manifest, Operation, TransactionRecord, FORMAT_VERSION, PROPERTY_ISOLATION};
+use crate::format::schema::Schema;
+use crate::storage::{TableLocation, TableStore};
+use crate::txn::commit;
+
+pub use read::{ScanOptions, TableScan, VersionInfo};
+
+/// A table at one version. Cheap to clone. Writes commit on top of the latest version
+/// (rebasing as the concurrency contract says), not necessarily this handle's version.
+#[derive(Debug, Clone)]
+pub struct Table {
+    store: Arc<TableStore>,
+    env: Env,
+    manifest: Arc<Manifest>,
+}
+
+impl Table {
+    /// Creates an empty table (version 0) with `schema`.
+    pub async fn create(location: TableLocation, env: Env, schema: Schema) -> Result<Table, CreateError> {
+        let store = Arc::new(TableStore::new(location));
+        let coordinator = &store.location.coordinator;
+        if coordinator.latest_version(None).await?.is_some() {
+            return Err(CreateError::AlreadyExists { uri: store.location.uri.clone() });
+        }
+        let manifest = Manifest {
+            format_version: FORMAT_VERSION,
+            version: 0,
+            parent_version: None,
+            timestamp: env.clock.now(),
+            transaction: TransactionRecord {
+                id: env.new_uuid(),
+                read_version: None,
+                operation: Operation::Create,
+                attempts: 1,
+                rebased_over: Vec::new(),
+                rerun: false,
+                idempotency_key: None,
+            },
+            schema,
+            segments: Vec::new(),
+            next_fragment_id: 0,
+            properties: BTreeMap::from([(PROPERTY_ISOLATION.to_string(), IsolationLevel::Serializable.as_str().to_string())]),
+        };
+        match commit::create_table(&store, &manifest).await {
+            Ok(true) => Ok(Table { store, env, manifest: Arc::new(manifest) }),
+            Ok(false) => Err(CreateError::AlreadyExists { uri: store.location.uri.clone() }),
+            Err(crate::error::CommitError::Storage(e)) => Err(CreateError::Storage(e)),
+            Err(crate::error::CommitError::CommitStateUnknown { cause, .. }) => Err(CreateError::Storage(cause)),
+            Err(other) => unreachable!("creating version 0 only fails with storage errors: {other}"),
+        }
+    }
+
+    /// Opens the latest version.
+    pub async fn open(location: TableLocation, env: Env) -> Result<Table, OpenError> {
+        let store = Arc::new(TableStore::new(location));
+        let manifest = latest_manifest(&store, None).await?;
+        Ok(Table { store, env, manifest: Arc::new(manifest) })
+    }
+
+    /// The latest version of this table, as of now.
+    pub async fn latest(&self) -> Result<Table, OpenError> {
+        let manifest = latest_manifest(&self.store, Some(self.manifest.version)).await?;
+        Ok(self.with_manifest(manifest))
+    }
+
+    /// Version `version` of this table.
+    pub async fn checkout(&self, version: u64) -> Result<Table, OpenError> {
+        match self.store.read_manifest(version).await? {
+            Some(m) => Ok(self.with_manifest(m)),
+            None => {
+                let versions = self.store.location.coordinator.list_versions().await?;
+                Err(OpenError::VersionNotFound {
+                    version,
+                    oldest: versions.first().copied().unwrap_or(0),
+                    latest: versions.last().copied().unwrap_or(0),
+                })
+            }
+        }
+    }
+
+    /// The newest version committed at or before `at`. Version timestamps strictly
+    /// increase along the chain, so this bisects: O(log versions) reads.
+    pub async fn checkout_as_of(&self, at: DateTime<Utc>) -> Result<Table, OpenError> {
+        let latest = latest_manifest(&self.store, Some(self.manifest.version)).await?;
+        if latest.timestamp <= at {
+            return Ok(self.with_manifest(latest));
+        }
+        let oldest_version = match self.store.read_manifest(0).await? {
+            Some(_) => 0,
+            None => self.store.location.coordinator.list_versions().await?.first().copied().unwrap_or(0),
+        };
+        let oldest = self.read_required(oldest_version).await?;
+        if oldest.timestamp > at {
+            return Err(OpenError::NoVersionAt { at: at.to_rfc3339(), oldest: oldest.timestamp.to_rfc3339() });
+        }
+        let (mut lo, mut hi) = (oldest, latest.version); // lo.timestamp <= at < timestamp(hi)
+        while hi - lo.version > 1 {
+            let mid = self.read_required(lo.version + (hi - lo.version) / 2).await?;
+            if mid.timestamp <= at { lo = mid } else { hi = mid.version }
+        }
+        Ok(self.with_manifest(lo))
+    }
+
+    pub fn version(&self) -> u64 {
+        self.manifest.version
+    }
+
+    pub fn schema(&self) -> &Schema {
+        &self.manifest.schema
+    }
+
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    pub fn uri(&self) -> &str {
+        &self.store.location.uri
+    }
+
+    /// Live rows of this version, from the manifest alone (no data read).
+    pub fn row_count(&self) -> u64 {
+        self.manifest.live_rows()
+    }
+
+    fn with_manifest(&self, manifest: Manifest) -> Table {
+        Table { store: self.store.clone(), env: self.env.clone(), manifest: Arc::new(manifest) }
+    }
+
+    async fn read_required(&self, version: u64) -> Result<Manifest, OpenError> {
+        self.store.read_manifest(version).await?.ok_or_else(|| {
+            let reason = "missing although versions around it exist (removed by cleanup during this read?)".to_string();
+            OpenError::Corrupt(crate::error::CorruptObject { path: self.store.location.coordinator.describe_version(version), reason })
+        })
+    }
+}
+
+async fn latest_manifest(store: &TableStore, known: Option<u64>) -> Result<Manifest, OpenError> {
+    let coordinator = &store.location.coordinator;
+    let not_found = || OpenError::NotFound { uri: store.location.uri.clone() };
+    let latest = coordinator.latest_version(known).await?.ok_or_else(not_found)?;
+    // A version seen in a listing or probe can only disappear through cleanup.
+    store.read_manifest(latest).await?.ok_or_else(not_found)
+}

@@ -1,0 +1,175 @@
+//! Reading a version: scan, count, fragments, history.
+
+use std::sync::{Arc, Mutex};
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::SchemaRef;
+use chrono::{DateTime, Utc};
+use futures::stream::BoxStream;
+use futures::{StreamExt, TryStreamExt};
+use serde::Serialize;
+use uuid::Uuid;
+
+use super::Table;
+use crate::error::{OpenError, ScanError};
+use crate::format::manifest::{Fragment, Manifest};
+use crate::format::schema::Field;
+use crate::io::predicate;
+use crate::io::scan::{scan_fragments, ScanMetrics, ScanPlan};
+
+/// What a scan reads.
+#[derive(Debug, Clone, Default)]
+pub struct ScanOptions {
+    /// Output columns in this order; `None` for all.
+    pub columns: Option<Vec<String>>,
+    /// SQL predicate, e.g. `score > 0.5 AND name LIKE 'a%'`.
+    pub filter: Option<String>,
+    pub limit: Option<usize>,
+}
+
+/// A running scan: its output schema, its batches, and what it skipped.
+pub struct TableScan {
+    schema: SchemaRef,
+    stream: BoxStream<'static, Result<RecordBatch, ScanError>>,
+    metrics: Arc<Mutex<ScanMetrics>>,
+}
+
+impl TableScan {
+    pub fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    pub fn into_stream(self) -> BoxStream<'static, Result<RecordBatch, ScanError>> {
+        self.stream
+    }
+
+    /// Row groups read and skipped so far.
+    pub fn metrics_handle(&self) -> Arc<Mutex<ScanMetrics>> {
+        self.metrics.clone()
+    }
+
+    pub async fn collect(self) -> Result<Vec<RecordBatch>, ScanError> {
+        self.stream.try_collect().await
+    }
+}
+
+/// One version in the history (field names are part of the CLI's JSON contract).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VersionInfo {
+    pub version: u64,
+    pub timestamp: DateTime<Utc>,
+    pub operation: String,
+    pub read_version: Option<u64>,
+    pub transaction_id: Uuid,
+    pub attempts: u32,
+    pub rebased_over: Vec<u64>,
+    pub rerun: bool,
+    pub idempotency_key: Option<String>,
+    pub rows_written: u64,
+    /// Live rows in the table at this version.
+    pub rows: u64,
+}
+
+impl VersionInfo {
+    pub fn of(manifest: &Manifest) -> Self {
+        let t = &manifest.transaction;
+        VersionInfo {
+            version: manifest.version,
+            timestamp: manifest.timestamp,
+            operation: t.operation.name().to_string(),
+            read_version: t.read_version,
+            transaction_id: t.id,
+            attempts: t.attempts,
+            rebased_over: t.rebased_over.clone(),
+            rerun: t.rerun,
+            idempotency_key: t.idempotency_key.clone(),
+            rows_written: t.operation.rows_written(),
+            rows: manifest.live_rows(),
+        }
+    }
+}
+
+impl Table {
+    /// All fragments of this version, in fragment-id order.
+    pub async fn fragments(&self) -> Result<Vec<Fragment>, OpenError> {
+        let mut fragments = Vec::with_capacity(self.manifest.fragment_count() as usize);
+        for segment in &self.manifest.segments {
+            fragments.extend(self.store.read_segment(segment).await?.fragments.iter().cloned());
+        }
+        Ok(fragments)
+    }
+
+    pub async fn scan(&self, options: ScanOptions) -> Result<TableScan, ScanError> {
+        let schema = self.schema();
+        let fields: Vec<Field> = match &options.columns {
+            None => schema.fields.clone(),
+            Some(names) => names
+                .iter()
+                .map(|n| {
+                    schema.field(n).cloned().ok_or_else(|| ScanError::UnknownColumn { column: n.clone(), known: schema.names().join(", ") })
+                })
+                .collect::<Result<_, _>>()?,
+        };
+        let full = schema.arrow_schema();
+        let indices: Vec<usize> = fields.iter().map(|f| full.index_of(&f.name).expect("field exists")).collect();
+        let output: SchemaRef = Arc::new(full.project(&indices).expect("indices are valid"));
+        let predicate = options.filter.as_deref().map(|sql| predicate::compile(sql, schema)).transpose()?;
+        let plan = Arc::new(ScanPlan { fields, output: output.clone(), predicate });
+        let metrics = Arc::new(Mutex::new(ScanMetrics::default()));
+        let fragments = self.fragments().await?;
+        let stream = scan_fragments(self.store.clone(), fragments, plan, metrics.clone());
+        let stream = match options.limit {
+            None => stream,
+            Some(limit) => limit_rows(stream, limit),
+        };
+        Ok(TableScan { schema: output, stream, metrics })
+    }
+
+    /// Rows matching `filter` (all live rows without one; then no data is read).
+    pub async fn count(&self, filter: Option<&str>) -> Result<u64, ScanError> {
+        let Some(filter) = filter else { return Ok(self.row_count()) };
+        let options = ScanOptions { columns: Some(Vec::new()), filter: Some(filter.to_string()), limit: None };
+        let mut stream = self.scan(options).await?.into_stream();
+        let mut rows = 0u64;
+        while let Some(batch) = stream.try_next().await? {
+            rows += batch.num_rows() as u64;
+        }
+        Ok(rows)
+    }
+
+    /// Every retained version up to this one, oldest first. Costs one read per version.
+    pub async fn history(&self) -> Result<Vec<VersionInfo>, OpenError> {
+        let versions = self.store.location.coordinator.list_versions().await?;
+        let wanted: Vec<u64> = versions.into_iter().filter(|v| *v <= self.version()).collect();
+        let store = self.store.clone();
+        let manifests: Vec<Option<Manifest>> = futures::stream::iter(wanted)
+            .map(|v| {
+                let store = store.clone();
+                async move { store.read_manifest(v).await }
+            })
+            .buffered(16)
+            .try_collect()
+            .await?;
+        Ok(manifests.iter().flatten().map(VersionInfo::of).collect())
+    }
+}
+
+fn limit_rows(
+    stream: BoxStream<'static, Result<RecordBatch, ScanError>>,
+    limit: usize,
+) -> BoxStream<'static, Result<RecordBatch, ScanError>> {
+    stream
+        .scan(limit, |left, batch| {
+            let out = match batch {
+                Err(e) => Some(Err(e)),
+                Ok(_) if *left == 0 => None,
+                Ok(b) => {
+                    let take = b.num_rows().min(*left);
+                    *left -= take;
+                    Some(Ok(b.slice(0, take)))
+                }
+            };
+            futures::future::ready(out)
+        })
+        .boxed()
+}

@@ -1,0 +1,233 @@
+//! The commit loop. Each attempt: find the latest version, judge the new winners
+//! (pure `conflict::resolve`), build the next manifest, create it if absent. An
+//! ambiguous create is settled by reading the version back and comparing transaction
+//! ids; nothing is guessed. Retries are bounded by count and time.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use chrono::{DateTime, TimeDelta, Utc};
+
+use super::conflict::{self, Resolution};
+use super::{append, overwrite, restore, CommitInfo, CommitOptions, PreparedTransaction};
+use crate::env::Env;
+use crate::error::{CommitError, CorruptObject, StorageError};
+use crate::format::manifest::{Manifest, Operation, TransactionRecord, FORMAT_VERSION};
+use crate::storage::{CreateOutcome, TableStore};
+
+/// How one create attempt ended, once ambiguity is settled.
+enum Attempt {
+    Won,
+    /// Someone else holds the version.
+    Lost,
+    /// The write did not land and nobody holds the version: try it again.
+    NotWritten,
+}
+
+/// Commit `txn`; see the module docs. On error nothing of `txn` is visible.
+pub(crate) async fn commit(
+    store: &TableStore,
+    env: &Env,
+    txn: &PreparedTransaction,
+    opts: &CommitOptions,
+) -> Result<CommitInfo, CommitError> {
+    let coordinator = &store.location.coordinator;
+    let started = env.clock.monotonic();
+    let mut known = Some(txn.read_version);
+    let mut judged_up_to = txn.read_version;
+    let mut rebased_over: Vec<u64> = Vec::new();
+    let mut attempts = 0u32;
+    let mut failures = 0u32;
+    loop {
+        attempts += 1;
+        let latest = coordinator.latest_version(known).await?.unwrap_or(txn.read_version);
+        let base = read_existing(store, latest).await?;
+        for v in judged_up_to + 1..=latest {
+            let winner = if v == latest { base.clone() } else { read_existing(store, v).await? };
+            if winner.transaction.id == txn.id {
+                // An earlier attempt whose response was lost did land.
+                return Ok(info(&winner, txn));
+            }
+            if let Some(key) = &opts.idempotency_key {
+                if winner.transaction.idempotency_key.as_deref() == Some(key) {
+                    return Ok(CommitInfo { idempotent_replay: true, ..info(&winner, txn) });
+                }
+            }
+            match conflict::resolve(&txn.operation, &txn.read_schema, &winner) {
+                Resolution::Rebase => rebased_over.push(v),
+                Resolution::Incompatible { reason } => {
+                    return Err(CommitError::Incompatible {
+                        winner_version: v,
+                        winner_operation: winner.transaction.operation.name().to_string(),
+                        reason,
+                    });
+                }
+            }
+        }
+        judged_up_to = latest;
+        if let Some(expected) = opts.expect_version {
+            if latest != expected {
+                return Err(CommitError::VersionMoved { expected, latest });
+            }
+        }
+        let version = latest + 1;
+        let manifest = next_manifest(store, env, &base, txn, opts, attempts, &rebased_over).await?;
+        let bytes = Bytes::from(serde_json::to_vec(&manifest).expect("manifests always serialize"));
+        let attempt_started = env.clock.monotonic();
+        match create_and_settle(store, env, version, bytes, txn, opts, started).await? {
+            Attempt::Won => {
+                coordinator.after_commit(version).await;
+                return Ok(info(&manifest, txn));
+            }
+            Attempt::Lost => {
+                failures += 1;
+                known = Some(version);
+            }
+            Attempt::NotWritten => known = Some(latest),
+        }
+        let elapsed = env.clock.monotonic() - started;
+        if !opts.retry.allows_another(attempts, elapsed) {
+            return Err(CommitError::TooMuchContention { attempts, elapsed_ms: elapsed.as_millis() as u64, last_version: version });
+        }
+        let latency = env.clock.monotonic() - attempt_started;
+        let pause = opts.retry.backoff(failures, latency, |max| env.random_below_or_eq(max));
+        env.clock.sleep(pause).await;
+    }
+}
+
+/// Creates `version`; on an unclear answer reads it back until it can tell.
+async fn create_and_settle(
+    store: &TableStore,
+    env: &Env,
+    version: u64,
+    bytes: Bytes,
+    txn: &PreparedTransaction,
+    opts: &CommitOptions,
+    started: Duration,
+) -> Result<Attempt, CommitError> {
+    let coordinator = &store.location.coordinator;
+    let cause = match coordinator.create_version(version, bytes).await {
+        Ok(CreateOutcome::Created) => return Ok(Attempt::Won),
+        Ok(CreateOutcome::AlreadyExists) => None,
+        Err(e) => Some(e),
+    };
+    let mut last_error: Option<StorageError> = cause;
+    let mut failures = 0u32;
+    loop {
+        match coordinator.read_version(version).await {
+            Ok(Some(found)) => {
+                let holder = crate::storage::decode_manifest(&coordinator.describe_version(version), version, &found)?;
+                return Ok(if holder.transaction.id == txn.id { Attempt::Won } else { Attempt::Lost });
+            }
+            Ok(None) if last_error.is_some() => return Ok(Attempt::NotWritten),
+            // "Already exists" but unreadable: a store that is not read-after-write consistent.
+            Ok(None) => {}
+            Err(e) => last_error = Some(e),
+        }
+        failures += 1;
+        let elapsed = env.clock.monotonic() - started;
+        if elapsed >= opts.retry.timeout || failures >= opts.retry.max_attempts {
+            let cause = last_error.unwrap_or_else(|| StorageError {
+                action: "reading back",
+                path: coordinator.describe_version(version),
+                source: object_store::Error::NotFound {
+                    path: coordinator.describe_version(version),
+                    source: "reported as existing but not readable".into(),
+                },
+            });
+            return Err(CommitError::CommitStateUnknown { version, transaction_id: txn.id, cause });
+        }
+        let pause = opts.retry.backoff(failures, opts.retry.min_backoff, |max| env.random_below_or_eq(max));
+        env.clock.sleep(pause).await;
+    }
+}
+
+async fn read_existing(store: &TableStore, version: u64) -> Result<Manifest, CommitError> {
+    store.read_manifest(version).await?.ok_or_else(|| {
+        CommitError::Corrupt(CorruptObject {
+            path: store.location.coordinator.describe_version(version),
+            reason: "the version was listed but cannot be read".to_string(),
+        })
+    })
+}
+
+async fn next_manifest(
+    store: &TableStore,
+    env: &Env,
+    base: &Manifest,
+    txn: &PreparedTransaction,
+    opts: &CommitOptions,
+    attempts: u32,
+    rebased_over: &[u64],
+) -> Result<Manifest, CommitError> {
+    let next = match &txn.operation {
+        Operation::Append { fragments } => append::apply(store, env, base, fragments).await?,
+        Operation::Overwrite { fragments } => overwrite::apply(store, env, base, fragments).await?,
+        Operation::Restore { version } => restore::apply(store, base, *version).await?,
+        Operation::Create => unreachable!("create commits version 0 through create_table"),
+    };
+    Ok(Manifest {
+        format_version: FORMAT_VERSION,
+        version: base.version + 1,
+        parent_version: Some(base.version),
+        timestamp: commit_timestamp(env.clock.now(), base.timestamp),
+        transaction: TransactionRecord {
+            id: txn.id,
+            read_version: Some(txn.read_version),
+            operation: txn.operation.clone(),
+            attempts,
+            rebased_over: rebased_over.to_vec(),
+            rerun: false,
+            idempotency_key: opts.idempotency_key.clone(),
+        },
+        schema: next.schema,
+        segments: next.segments,
+        next_fragment_id: next.next_fragment_id,
+        properties: base.properties.clone(),
+    })
+}
+
+/// Version timestamps strictly increase along the chain, so time travel can bisect
+/// even when writers' clocks disagree.
+pub(crate) fn commit_timestamp(now: DateTime<Utc>, parent: DateTime<Utc>) -> DateTime<Utc> {
+    now.max(parent + TimeDelta::microseconds(1))
+}
+
+/// Creates version 0. `AlreadyExists` means the table exists.
+pub(crate) async fn create_table(store: &TableStore, manifest: &Manifest) -> Result<bool, CommitError> {
+    let bytes = Bytes::from(serde_json::to_vec(manifest).expect("manifests always serialize"));
+    let coordinator = &store.location.coordinator;
+    let created = match coordinator.create_version(0, bytes).await {
+        Ok(CreateOutcome::Created) => true,
+        Ok(CreateOutcome::AlreadyExists) => false,
+        Err(cause) => match coordinator.read_version(0).await {
+            Ok(Some(found)) => {
+                crate::storage::decode_manifest(&coordinator.describe_version(0), 0, &found)?.transaction.id
+                    == manifest.transaction.id
+            }
+            Ok(None) => return Err(CommitError::Storage(cause)),
+            Err(_) => {
+                return Err(CommitError::CommitStateUnknown { version: 0, transaction_id: manifest.transaction.id, cause });
+            }
+        },
+    };
+    if created {
+        coordinator.after_commit(0).await;
+    }
+    Ok(created)
+}
+
+fn info(manifest: &Manifest, txn: &PreparedTransaction) -> CommitInfo {
+    let record = &manifest.transaction;
+    CommitInfo {
+        version: manifest.version,
+        operation: record.operation.name().to_string(),
+        transaction_id: txn.id,
+        attempts: record.attempts,
+        rebased_over: record.rebased_over.clone(),
+        rerun: record.rerun,
+        rows_written: txn.operation.rows_written(),
+        rows_deleted: 0,
+        idempotent_replay: false,
+    }
+}

@@ -1,0 +1,57 @@
+//! Transactions: prepared against a read version, committed with rebase on conflict.
+//!
+//! One file per action (`append`, `overwrite`, `restore`) computes the next state from
+//! a base version; `conflict` decides (purely) whether a winner allows a rebase;
+//! `commit` runs the attempt loop.
+
+mod append;
+mod apply;
+pub(crate) mod commit;
+pub mod conflict;
+mod overwrite;
+mod restore;
+pub mod retry;
+
+use uuid::Uuid;
+
+use crate::format::manifest::{IsolationLevel, Operation};
+use crate::format::schema::Schema;
+pub use retry::RetryPolicy;
+
+/// A transaction whose files are written and which awaits commit.
+#[derive(Debug, Clone)]
+pub struct PreparedTransaction {
+    pub id: Uuid,
+    /// The version the transaction was prepared against.
+    pub read_version: u64,
+    /// The schema of the read version (what the written data files follow).
+    pub read_schema: Schema,
+    pub operation: Operation,
+}
+
+/// How a write commits.
+#[derive(Debug, Clone, Default)]
+pub struct CommitOptions {
+    /// Overrides the table's default isolation level for this write.
+    pub isolation: Option<IsolationLevel>,
+    /// Commit only if the latest version is still this one (compare-and-swap).
+    pub expect_version: Option<u64>,
+    pub retry: RetryPolicy,
+    /// If a retained version already carries this key, commit nothing and report it.
+    pub idempotency_key: Option<String>,
+}
+
+/// The outcome of a successful commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitInfo {
+    pub version: u64,
+    pub operation: String,
+    pub transaction_id: Uuid,
+    pub attempts: u32,
+    pub rebased_over: Vec<u64>,
+    pub rerun: bool,
+    pub rows_written: u64,
+    pub rows_deleted: u64,
+    /// True when an earlier version already carried the idempotency key: nothing new was written.
+    pub idempotent_replay: bool,
+}

@@ -1,0 +1,12 @@
+//! Overwrite: the new fragments replace every row of the base version.
+
+use super::apply::{add_fragments, NextState};
+use crate::env::Env;
+use crate::error::CommitError;
+use crate::format::manifest::{Manifest, NewFragment};
+use crate::storage::TableStore;
+
+pub(crate) async fn apply(store: &TableStore, env: &Env, base: &Manifest, new: &[NewFragment]) -> Result<NextState, CommitError> {
+    let (segments, next_fragment_id) = add_fragments(store, env, Vec::new(), base.next_fragment_id, new).await?;
+    Ok(NextState { schema: base.schema.clone(), segments, next_fragment_id })
+}
