@@ -189,11 +189,11 @@ impl Context {
     }
 
     async fn open_at(&self, uri: &str, at: &VersionArgs) -> Result<Table, Failure> {
-        let table = self.open(uri).await?;
         Ok(match (at.version, at.as_of) {
-            (Some(v), _) => table.checkout(v).await?,
-            (None, Some(t)) => table.checkout_as_of(t).await?,
-            (None, None) => table,
+            // Straight to the version: the latest one need not be readable.
+            (Some(v), _) => Table::open_version(self.location(uri)?, self.env.clone(), v).await?,
+            (None, Some(t)) => self.open(uri).await?.checkout_as_of(t).await?,
+            (None, None) => self.open(uri).await?,
         })
     }
 }

@@ -1,1 +1,10 @@
+//! The one integration-test binary (one link on 2 cores). Modules by subject.
 
+mod common;
+mod counting;
+
+mod bad_input;
+mod cli;
+mod concurrency;
+mod conformance;
+mod format;

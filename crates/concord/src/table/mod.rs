@@ -69,6 +69,21 @@ impl Table {
         Ok(Table { store, env, manifest: Arc::new(manifest) })
     }
 
+    /// Opens version `version` without reading the latest one (which may be unreadable).
+    pub async fn open_version(location: TableLocation, env: Env, version: u64) -> Result<Table, OpenError> {
+        let store = Arc::new(TableStore::new(location));
+        match store.read_manifest(version).await? {
+            Some(m) => Ok(Table { store, env, manifest: Arc::new(m) }),
+            None => {
+                let versions = store.location.coordinator.list_versions().await?;
+                match (versions.first(), versions.last()) {
+                    (Some(&oldest), Some(&latest)) => Err(OpenError::VersionNotFound { version, oldest, latest }),
+                    _ => Err(OpenError::NotFound { uri: store.location.uri.clone() }),
+                }
+            }
+        }
+    }
+
     /// The latest version of this table, as of now.
     pub async fn latest(&self) -> Result<Table, OpenError> {
         let manifest = latest_manifest(&self.store, Some(self.manifest.version)).await?;
@@ -77,17 +92,8 @@ impl Table {
 
     /// Version `version` of this table.
     pub async fn checkout(&self, version: u64) -> Result<Table, OpenError> {
-        match self.store.read_manifest(version).await? {
-            Some(m) => Ok(self.with_manifest(m)),
-            None => {
-                let versions = self.store.location.coordinator.list_versions().await?;
-                Err(OpenError::VersionNotFound {
-                    version,
-                    oldest: versions.first().copied().unwrap_or(0),
-                    latest: versions.last().copied().unwrap_or(0),
-                })
-            }
-        }
+        let table = Table::open_version(self.store.location.clone(), self.env.clone(), version).await?;
+        Ok(self.with_manifest(Arc::unwrap_or_clone(table.manifest)))
     }
 
     /// The newest version committed at or before `at`. Version timestamps strictly

@@ -10,30 +10,37 @@ use crate::format::manifest::{NewFragment, Operation};
 use crate::io::{ingest, writer};
 use crate::txn::{commit, CommitInfo, CommitOptions, PreparedTransaction};
 
+// Appends and overwrites do not read the table's rows, so they are prepared against the
+// latest version at the time of the call (its schema), not this handle's version: a
+// long-lived handle then costs nothing extra to commit through.
 impl Table {
     /// Appends rows given as Arrow batches (matched to the schema by column name).
     pub async fn append(&self, batches: &[RecordBatch], options: &CommitOptions) -> Result<CommitInfo, WriteError> {
-        let batches = self.conform(batches)?;
-        self.write_and_commit(&batches, options, |fragments| Operation::Append { fragments }).await
+        let base = self.latest().await?;
+        let batches = base.conform(batches)?;
+        base.write_and_commit(&batches, options, |fragments| Operation::Append { fragments }).await
     }
 
     /// Appends the rows of local files (.csv with header, .json/.jsonl/.ndjson, .parquet).
     /// Every file is read and checked before anything is written.
     pub async fn append_files(&self, files: &[PathBuf], options: &CommitOptions) -> Result<CommitInfo, WriteError> {
-        let batches = self.read_files(files)?;
-        self.write_and_commit(&batches, options, |fragments| Operation::Append { fragments }).await
+        let base = self.latest().await?;
+        let batches = base.read_files(files)?;
+        base.write_and_commit(&batches, options, |fragments| Operation::Append { fragments }).await
     }
 
     /// Replaces every row with `batches`.
     pub async fn overwrite(&self, batches: &[RecordBatch], options: &CommitOptions) -> Result<CommitInfo, WriteError> {
-        let batches = self.conform(batches)?;
-        self.write_and_commit(&batches, options, |fragments| Operation::Overwrite { fragments }).await
+        let base = self.latest().await?;
+        let batches = base.conform(batches)?;
+        base.write_and_commit(&batches, options, |fragments| Operation::Overwrite { fragments }).await
     }
 
     /// Replaces every row with the rows of local files.
     pub async fn overwrite_files(&self, files: &[PathBuf], options: &CommitOptions) -> Result<CommitInfo, WriteError> {
-        let batches = self.read_files(files)?;
-        self.write_and_commit(&batches, options, |fragments| Operation::Overwrite { fragments }).await
+        let base = self.latest().await?;
+        let batches = base.read_files(files)?;
+        base.write_and_commit(&batches, options, |fragments| Operation::Overwrite { fragments }).await
     }
 
     /// Makes version `version` (schema and rows) the newest state, as a new version.
@@ -44,7 +51,7 @@ impl Table {
                 other => other.into(),
             });
         }
-        self.commit_operation(Operation::Restore { version }, options).await
+        self.latest().await?.commit_operation(Operation::Restore { version }, options).await
     }
 
     fn conform(&self, batches: &[RecordBatch]) -> Result<Vec<RecordBatch>, WriteError> {

@@ -20,8 +20,10 @@ enum Attempt {
     Won,
     /// Someone else holds the version.
     Lost,
-    /// The write did not land and nobody holds the version: try it again.
-    NotWritten,
+    /// The create failed with `cause`, and reading back found nobody holding the version:
+    /// it did not land (yet). Retried at the same version; if the budget ends here, the
+    /// outcome is reported unknown, since a delayed write could still land.
+    NotWritten(StorageError),
 }
 
 /// Commit `txn`; see the module docs. On error nothing of `txn` is visible.
@@ -40,12 +42,14 @@ pub(crate) async fn commit(
     let mut failures = 0u32;
     loop {
         attempts += 1;
+        let attempt_started = env.clock.monotonic();
         let latest = coordinator.latest_version(known).await?.unwrap_or(txn.read_version);
         let base = read_existing(store, latest).await?;
         for v in judged_up_to + 1..=latest {
             let winner = if v == latest { base.clone() } else { read_existing(store, v).await? };
             if winner.transaction.id == txn.id {
                 // An earlier attempt whose response was lost did land.
+                coordinator.after_commit(v).await;
                 return Ok(info(&winner, txn));
             }
             if let Some(key) = &opts.idempotency_key {
@@ -73,21 +77,31 @@ pub(crate) async fn commit(
         let version = latest + 1;
         let manifest = next_manifest(store, env, &base, txn, opts, attempts, &rebased_over).await?;
         let bytes = Bytes::from(serde_json::to_vec(&manifest).expect("manifests always serialize"));
-        let attempt_started = env.clock.monotonic();
-        match create_and_settle(store, env, version, bytes, txn, opts, started).await? {
+        let unclear = match create_and_settle(store, env, version, bytes, txn, opts, started).await? {
             Attempt::Won => {
                 coordinator.after_commit(version).await;
-                return Ok(info(&manifest, txn));
+                let rows_deleted = match txn.operation {
+                    Operation::Overwrite { .. } => base.live_rows(),
+                    _ => 0,
+                };
+                return Ok(CommitInfo { rows_deleted, ..info(&manifest, txn) });
             }
             Attempt::Lost => {
                 failures += 1;
                 known = Some(version);
+                None
             }
-            Attempt::NotWritten => known = Some(latest),
-        }
+            Attempt::NotWritten(cause) => {
+                known = Some(latest);
+                Some(cause)
+            }
+        };
         let elapsed = env.clock.monotonic() - started;
         if !opts.retry.allows_another(attempts, elapsed) {
-            return Err(CommitError::TooMuchContention { attempts, elapsed_ms: elapsed.as_millis() as u64, last_version: version });
+            return Err(match unclear {
+                Some(cause) => CommitError::CommitStateUnknown { version, transaction_id: txn.id, cause },
+                None => CommitError::TooMuchContention { attempts, elapsed_ms: elapsed.as_millis() as u64, last_version: version },
+            });
         }
         let latency = env.clock.monotonic() - attempt_started;
         let pause = opts.retry.backoff(failures, latency, |max| env.random_below_or_eq(max));
@@ -119,7 +133,7 @@ async fn create_and_settle(
                 let holder = crate::storage::decode_manifest(&coordinator.describe_version(version), version, &found)?;
                 return Ok(if holder.transaction.id == txn.id { Attempt::Won } else { Attempt::Lost });
             }
-            Ok(None) if last_error.is_some() => return Ok(Attempt::NotWritten),
+            Ok(None) if last_error.is_some() => return Ok(Attempt::NotWritten(last_error.expect("checked"))),
             // "Already exists" but unreadable: a store that is not read-after-write consistent.
             Ok(None) => {}
             Err(e) => last_error = Some(e),
@@ -226,7 +240,7 @@ fn info(manifest: &Manifest, txn: &PreparedTransaction) -> CommitInfo {
         attempts: record.attempts,
         rebased_over: record.rebased_over.clone(),
         rerun: record.rerun,
-        rows_written: txn.operation.rows_written(),
+        rows_written: record.operation.rows_written(),
         rows_deleted: 0,
         idempotent_replay: false,
     }

@@ -1,0 +1,282 @@
+//! Bad input and bad usage: the right exit code, a message that names the problem, and
+//! nothing committed (versions, row count and rows identical before and after).
+
+use std::sync::Arc;
+
+use concord::arrow::array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
+use concord::arrow::datatypes::{DataType, Field as ArrowField, Schema as ArrowSchema};
+use concord::{version_file_name, CommitOptions, InputError, StoreResolver, WriteError};
+
+use crate::common::*;
+
+/// What a failed command must leave exactly as it was.
+#[derive(Debug, PartialEq)]
+struct Snapshot {
+    versions: Vec<String>,
+    count: u64,
+    rows: String,
+}
+
+fn snapshot(t: &TempTable) -> Snapshot {
+    Snapshot { versions: committed_state(&t.path()), count: t.count(), rows: ok(&["scan", &t.uri, "--format", "json"]) }
+}
+
+/// A table at version 1 holding ids 1..=3.
+fn table_with_rows() -> (TempTable, Snapshot) {
+    let t = TempTable::create();
+    let f = t.file("seed.csv", &csv_rows(1, 3));
+    ok(&["append", &t.uri, &f]);
+    let before = snapshot(&t);
+    assert_eq!(before.count, 3);
+    (t, before)
+}
+
+/// Runs a command that must fail with `code`, print nothing on stdout and something on
+/// stderr; returns stderr.
+fn fails(args: &[&str], code: i32) -> String {
+    let (got, stdout, stderr) = run(args);
+    assert_eq!(got, code, "concord {args:?}: expected exit {code}, got {got}; stderr: {stderr}");
+    assert!(stdout.is_empty(), "concord {args:?} failed but printed on stdout: {stdout}");
+    assert!(!stderr.trim().is_empty(), "concord {args:?} failed silently");
+    stderr
+}
+
+fn assert_mentions(stderr: &str, words: &[&str]) {
+    for w in words {
+        assert!(stderr.contains(w), "stderr should mention {w:?}: {stderr}");
+    }
+}
+
+/// A failed append of `files` (names inside the table's temp folder) exits 2, mentions
+/// `words` and changes nothing.
+fn append_rejected(t: &TempTable, before: &Snapshot, files: &[(&str, &str)], words: &[&str]) -> String {
+    let paths: Vec<String> = files.iter().map(|(name, contents)| t.file(name, contents)).collect();
+    let mut args = vec!["append", t.uri.as_str()];
+    args.extend(paths.iter().map(String::as_str));
+    let stderr = fails(&args, 2);
+    assert_mentions(&stderr, words);
+    assert_eq!(&snapshot(t), before, "a rejected append changed the table");
+    stderr
+}
+
+fn write_parquet(path: &std::path::Path, batch: &RecordBatch) {
+    let file = std::fs::File::create(path).expect("create parquet file");
+    let mut writer = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).expect("parquet writer");
+    writer.write(batch).expect("write batch");
+    writer.close().expect("close parquet");
+}
+
+#[test]
+fn csv_with_unknown_column_is_rejected_naming_it() {
+    let (t, before) = table_with_rows();
+    append_rejected(&t, &before, &[("extra.csv", "id,name,bogus\n10,a,1\n")], &["bogus", "extra.csv"]);
+}
+
+#[test]
+fn csv_with_non_numeric_bigint_names_column_line_and_type() {
+    let (t, before) = table_with_rows();
+    // Header is line 1, so the bad value is on line 3.
+    let stderr = append_rejected(&t, &before, &[("badnum.csv", "id,name,score\n10,a,1.5\nten,b,2.5\n")], &["badnum.csv", "'id'", "bigint", "ten"]);
+    assert_mentions(&stderr, &["line 3"]);
+}
+
+#[test]
+fn csv_missing_not_null_column_is_rejected() {
+    let (t, before) = table_with_rows();
+    append_rejected(&t, &before, &[("noid.csv", "name,score\na,1.5\n")], &["noid.csv", "'id'"]);
+}
+
+#[test]
+fn csv_with_empty_value_in_not_null_column_is_rejected() {
+    let (t, before) = table_with_rows();
+    append_rejected(&t, &before, &[("emptyid.csv", "id,name,score\n10,a,1.5\n,b,2.5\n")], &["emptyid.csv", "'id'"]);
+}
+
+#[test]
+fn ndjson_string_for_bigint_names_expected_and_found_types() {
+    let (t, before) = table_with_rows();
+    let contents = "{\"id\": 10, \"name\": \"a\"}\n{\"id\": \"eleven\", \"name\": \"b\"}\n";
+    append_rejected(&t, &before, &[("strid.ndjson", contents)], &["strid.ndjson", "'id'", "bigint", "string"]);
+}
+
+#[test]
+fn parquet_with_unfitting_column_type_names_column_and_types() {
+    let (t, before) = table_with_rows();
+    let schema = Arc::new(ArrowSchema::new(vec![
+        ArrowField::new("id", DataType::Int64, false),
+        ArrowField::new("score", DataType::Utf8, true),
+    ]));
+    let columns: Vec<ArrayRef> = vec![Arc::new(Int64Array::from(vec![10, 11])), Arc::new(StringArray::from(vec![Some("0.5"), None]))];
+    let batch = RecordBatch::try_new(schema, columns).unwrap();
+    let path = t.dir.path().join("textscore.parquet");
+    write_parquet(&path, &batch);
+    let stderr = fails(&["append", &t.uri, path.to_str().unwrap()], 2);
+    assert_mentions(&stderr, &["textscore.parquet", "'score'", "double", "Utf8"]);
+    assert_eq!(snapshot(&t), before);
+}
+
+#[test]
+fn several_files_with_a_bad_second_commit_nothing() {
+    let (t, before) = table_with_rows();
+    let stderr = append_rejected(
+        &t,
+        &before,
+        &[("good.csv", csv_rows(100, 5).as_str()), ("bad.csv", "id,name,score\n200,x,not-a-number\n")],
+        &["bad.csv", "'score'", "double"],
+    );
+    assert!(!stderr.contains("good.csv"), "the good file is not the problem: {stderr}");
+    // The good file's rows are nowhere.
+    assert_eq!(ok(&["count", &t.uri, "--where", "id >= 100"]).trim(), "0");
+}
+
+#[test]
+fn unsupported_file_extension_is_rejected() {
+    let (t, before) = table_with_rows();
+    append_rejected(&t, &before, &[("rows.txt", csv_rows(10, 2).as_str())], &["rows.txt"]);
+}
+
+#[test]
+fn commands_on_a_missing_table_exit_7() {
+    let t = TempTable::uncreated();
+    let input = t.file("rows.csv", &csv_rows(1, 2));
+    for args in [
+        vec!["append", t.uri.as_str(), input.as_str()],
+        vec!["scan", t.uri.as_str()],
+        vec!["count", t.uri.as_str()],
+        vec!["history", t.uri.as_str()],
+    ] {
+        let stderr = fails(&args, 7);
+        assert_mentions(&stderr, &[&t.uri]);
+    }
+    assert!(tree(&t.path()).is_empty(), "commands on a missing table created files: {:?}", tree(&t.path()));
+}
+
+#[test]
+fn create_on_an_existing_table_exits_7_and_changes_nothing() {
+    let (t, before) = table_with_rows();
+    let schema = ok(&["schema", &t.uri, "--format", "json"]);
+    let history = t.history();
+    let stderr = fails(&["create", &t.uri, "--schema", "other int"], 7);
+    assert_mentions(&stderr, &[&t.uri]);
+    assert_eq!(ok(&["schema", &t.uri, "--format", "json"]), schema);
+    assert_eq!(t.history(), history);
+    assert_eq!(snapshot(&t), before);
+}
+
+#[test]
+fn unknown_uri_scheme_exits_2_listing_supported_schemes() {
+    for args in [vec!["count", "foo://bucket/t"], vec!["create", "foo://bucket/t", "--schema", SCHEMA]] {
+        let stderr = fails(&args, 2);
+        assert_mentions(&stderr, &["foo", "file://", "memory://"]);
+    }
+}
+
+#[test]
+fn bad_predicates_exit_2() {
+    let (t, before) = table_with_rows();
+    for cmd in ["count", "scan"] {
+        fails(&[cmd, &t.uri, "--where", "id >"], 2);
+        let stderr = fails(&[cmd, &t.uri, "--where", "nope = 1"], 2);
+        assert_mentions(&stderr, &["nope"]);
+        let stderr = fails(&[cmd, &t.uri, "--where", "id + 1"], 2);
+        assert_mentions(&stderr, &["boolean"]);
+    }
+    assert_eq!(snapshot(&t), before);
+}
+
+/// Creates a table with versions 0 (empty), 1 (3 rows) and 2 (5 rows), then truncates
+/// version 2's manifest; returns the table and that manifest's file name.
+fn table_with_truncated_newest_manifest() -> (TempTable, String) {
+    let t = TempTable::create();
+    ok(&["append", &t.uri, &t.file("a.csv", &csv_rows(1, 3))]);
+    ok(&["append", &t.uri, &t.file("b.csv", &csv_rows(4, 2))]);
+    let dir = t.path().join("_versions");
+    let mut names: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    assert_eq!(names[0], version_file_name(2), "the newest version sorts first");
+    let newest = dir.join(&names[0]);
+    let bytes = std::fs::read(&newest).unwrap();
+    std::fs::write(&newest, &bytes[..bytes.len() / 2]).unwrap();
+    (t, names[0].clone())
+}
+
+#[test]
+fn corrupt_newest_manifest_fails_naming_the_file() {
+    let (t, name) = table_with_truncated_newest_manifest();
+    let stderr = fails(&["count", &t.uri], 1);
+    assert_mentions(&stderr, &[&name]);
+    let stderr = fails(&["scan", &t.uri], 1);
+    assert_mentions(&stderr, &[&name]);
+}
+
+#[test]
+fn corrupt_newest_manifest_leaves_older_versions_readable() {
+    let (t, _) = table_with_truncated_newest_manifest();
+    assert_eq!(ok(&["count", &t.uri, "--version", "1"]), "3\n");
+    assert_eq!(ok(&["scan", &t.uri, "--version", "0", "--format", "json"]), "");
+    assert_eq!(ok(&["scan", &t.uri, "--version", "1", "--format", "json"]).lines().count(), 3);
+}
+
+#[test]
+fn restore_to_a_missing_version_exits_2() {
+    let (t, before) = table_with_rows();
+    let stderr = fails(&["restore", &t.uri, "9"], 2);
+    assert_mentions(&stderr, &["9", "0 to 1"]);
+    assert_eq!(snapshot(&t), before);
+}
+
+#[test]
+fn time_travel_outside_the_history_exits_2() {
+    let (t, before) = table_with_rows();
+    for cmd in ["count", "scan"] {
+        let stderr = fails(&[cmd, &t.uri, "--as-of", "2000-01-01T00:00:00Z"], 2);
+        assert_mentions(&stderr, &["2000-01-01"]);
+        let stderr = fails(&[cmd, &t.uri, "--version", "99"], 2);
+        assert_mentions(&stderr, &["99", "0 to 1"]);
+    }
+    fails(&["count", &t.uri, "--as-of", "yesterday"], 2);
+    assert_eq!(snapshot(&t), before);
+}
+
+#[test]
+fn expect_version_refuses_when_the_table_moved() {
+    let (t, before) = table_with_rows();
+    let more = t.file("more.csv", &csv_rows(10, 2));
+    fails(&["append", &t.uri, &more, "--expect-version", "0"], 5);
+    assert_eq!(snapshot(&t), before);
+    let out: serde_json::Value = serde_json::from_str(&ok(&["append", &t.uri, &more, "--expect-version", "1", "--json"])).unwrap();
+    assert_eq!(out["version"], 2);
+    assert_eq!(t.count(), 5);
+}
+
+#[tokio::test]
+async fn library_append_with_wrong_column_type_is_a_typed_input_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let uri = dir.path().join("t").to_string_lossy().into_owned();
+    let resolver = StoreResolver::new();
+    let table = create_table(&resolver, &uri, SCHEMA).await;
+    let good = RecordBatch::try_new(
+        Arc::new(ArrowSchema::new(vec![ArrowField::new("id", DataType::Int64, false), ArrowField::new("score", DataType::Float64, true)])),
+        vec![Arc::new(Int64Array::from(vec![1, 2])), Arc::new(Float64Array::from(vec![0.5, 1.5]))],
+    )
+    .unwrap();
+    assert_eq!(table.append(&[good], &CommitOptions::default()).await.expect("good append").version, 1);
+
+    let bad = RecordBatch::try_new(
+        Arc::new(ArrowSchema::new(vec![ArrowField::new("id", DataType::Int64, false), ArrowField::new("score", DataType::Utf8, true)])),
+        vec![Arc::new(Int64Array::from(vec![3])), Arc::new(StringArray::from(vec!["high"]))],
+    )
+    .unwrap();
+    let table = open_table(&resolver, &uri).await;
+    match table.append(&[bad], &CommitOptions::default()).await {
+        Err(WriteError::Input(InputError::TypeMismatch { column, expected, found, .. })) => {
+            assert_eq!(column, "score");
+            assert_eq!(expected, "double");
+            assert!(found.contains("Utf8"), "found: {found}");
+        }
+        other => panic!("expected a type mismatch, got {other:?}"),
+    }
+    let latest = open_table(&resolver, &uri).await;
+    assert_eq!(latest.version(), 1);
+    assert_eq!(ids(&latest).await, vec![1, 2]);
+}

@@ -1,0 +1,143 @@
+//! Shared test helpers: running the `concord` binary, making tables and input files.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use concord::arrow::array::RecordBatch;
+use concord::{Env, Schema, StoreResolver, Table, TableLocation};
+use futures::TryStreamExt;
+
+/// The schema most tests use.
+pub const SCHEMA: &str = "id bigint not null, name varchar, score double";
+
+pub fn concord_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_concord")
+}
+
+/// Runs `concord args...`; returns (exit code, stdout, stderr).
+pub fn run(args: &[&str]) -> (i32, String, String) {
+    let out: Output = Command::new(concord_bin()).args(args).output().expect("concord runs");
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// Runs and asserts exit 0; returns stdout.
+pub fn ok(args: &[&str]) -> String {
+    let (code, stdout, stderr) = run(args);
+    assert_eq!(code, 0, "concord {args:?} failed with {code}: {stderr}");
+    stdout
+}
+
+/// A fresh temporary folder; the table path inside it is `dir/t`.
+pub struct TempTable {
+    pub dir: tempfile::TempDir,
+    pub uri: String,
+}
+
+impl TempTable {
+    /// Creates a table with [`SCHEMA`] through the CLI.
+    pub fn create() -> Self {
+        Self::create_with(SCHEMA)
+    }
+
+    pub fn create_with(schema: &str) -> Self {
+        let t = Self::uncreated();
+        ok(&["create", &t.uri, "--schema", schema]);
+        t
+    }
+
+    pub fn uncreated() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let uri = dir.path().join("t").to_string_lossy().into_owned();
+        TempTable { dir, uri }
+    }
+
+    /// Writes `contents` to `name` inside the temp folder and returns its path.
+    pub fn file(&self, name: &str, contents: &str) -> String {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, contents).expect("write input");
+        path.to_string_lossy().into_owned()
+    }
+
+    pub fn path(&self) -> PathBuf {
+        PathBuf::from(&self.uri)
+    }
+
+    pub fn count(&self) -> u64 {
+        ok(&["count", &self.uri]).trim().parse().expect("count prints an integer")
+    }
+
+    pub fn history(&self) -> Vec<serde_json::Value> {
+        serde_json::from_str(&ok(&["history", &self.uri, "--format", "json"])).expect("history is JSON")
+    }
+
+    pub fn latest_version(&self) -> u64 {
+        self.history().last().expect("history not empty")["version"].as_u64().unwrap()
+    }
+}
+
+/// CSV text with a header and rows `id = start..start+n`, name `n<id>`, score `id/10`.
+pub fn csv_rows(start: u64, n: u64) -> String {
+    let mut s = String::from("id,name,score\n");
+    for id in start..start + n {
+        s.push_str(&format!("{id},n{id},{}\n", id as f64 / 10.0));
+    }
+    s
+}
+
+/// All files under `dir`, relative, sorted: to prove a failed write changed nothing.
+pub fn tree(dir: &Path) -> Vec<String> {
+    fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
+        if let Ok(entries) = std::fs::read_dir(dir) {
+            for e in entries.flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    walk(base, &p, out);
+                } else {
+                    out.push(p.strip_prefix(base).unwrap().to_string_lossy().into_owned());
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+/// Versions and manifests only (data files of failed writes may remain for cleanup).
+pub fn committed_state(dir: &Path) -> Vec<String> {
+    tree(dir).into_iter().filter(|p| p.starts_with("_versions/")).collect()
+}
+
+/// Library access: resolve a URI with a fresh resolver and the system environment.
+pub fn location(resolver: &StoreResolver, uri: &str) -> TableLocation {
+    resolver.resolve(uri).expect("uri resolves")
+}
+
+pub async fn create_table(resolver: &StoreResolver, uri: &str, schema: &str) -> Table {
+    Table::create(location(resolver, uri), Env::system(), Schema::parse(schema).unwrap()).await.expect("create")
+}
+
+pub async fn open_table(resolver: &StoreResolver, uri: &str) -> Table {
+    Table::open(location(resolver, uri), Env::system()).await.expect("open")
+}
+
+/// All rows of a table version, as batches.
+pub async fn all_rows(table: &Table) -> Vec<RecordBatch> {
+    table.scan(Default::default()).await.expect("scan").into_stream().try_collect().await.expect("rows")
+}
+
+/// The `id` column of every row, sorted.
+pub async fn ids(table: &Table) -> Vec<i64> {
+    use concord::arrow::array::{AsArray, Int64Array};
+    let mut out = Vec::new();
+    for b in all_rows(table).await {
+        let col = b.column_by_name("id").expect("id column");
+        let col: &Int64Array = col.as_primitive();
+        out.extend(col.values().iter().copied());
+    }
+    out.sort_unstable();
+    out
+}

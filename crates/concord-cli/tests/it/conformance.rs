@@ -1,0 +1,206 @@
+//! Commit-coordinator conformance: every supported backend runs the same checks,
+//! gated by its capability flags (in the style of object_store's integration suite).
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use concord::arrow::array::{Int64Array, RecordBatch, StringArray};
+use concord::object_store::local::LocalFileSystem;
+use concord::object_store::memory::InMemory;
+use concord::object_store::path::Path;
+use concord::object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use concord::{
+    CommitCoordinator, CommitOptions, CreateOutcome, Env, LatestLookup, ObjectStoreCoordinator, Schema, StoreKind, Table,
+    TableLocation,
+};
+
+use crate::counting::{CountingStore, Tally};
+
+/// One backend under test: a fresh, empty table location with request counting.
+pub struct Fixture {
+    pub name: &'static str,
+    pub location: TableLocation,
+    pub counting: Arc<CountingStore>,
+    pub lookup: LatestLookup,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Fixture {
+    fn on(name: &'static str, inner: Arc<dyn ObjectStore>, kind: StoreKind, lookup: LatestLookup, dir: Option<tempfile::TempDir>) -> Self {
+        let counting = Arc::new(CountingStore::new(inner));
+        let store: Arc<dyn ObjectStore> = counting.clone();
+        let root = Path::from("tables/t");
+        let coordinator = Arc::new(ObjectStoreCoordinator::new(store.clone(), root.clone(), lookup));
+        let location = TableLocation { uri: format!("{name}://tables/t"), store, root, kind, coordinator };
+        Fixture { name, location, counting, lookup, _dir: dir }
+    }
+
+    fn coordinator(&self) -> &Arc<dyn CommitCoordinator> {
+        &self.location.coordinator
+    }
+}
+
+/// Every backend the project supports today.
+pub fn backends() -> Vec<Fixture> {
+    let dir = tempfile::tempdir().unwrap();
+    let local = Arc::new(LocalFileSystem::new_with_prefix(dir.path()).unwrap());
+    vec![
+        Fixture::on("memory", Arc::new(InMemory::new()), StoreKind::Memory, LatestLookup::HintThenProbe, None),
+        // Memory lists in key order, so it also exercises the ordered-listing lookup object stores use.
+        Fixture::on("memory-ordered-listing", Arc::new(InMemory::new()), StoreKind::Memory, LatestLookup::OrderedListing, None),
+        Fixture::on("local", local, StoreKind::Local, LatestLookup::HintThenProbe, Some(dir)),
+    ]
+}
+
+fn manifest_bytes(tag: &str) -> Bytes {
+    Bytes::from(format!("{{\"tag\":\"{tag}\"}}"))
+}
+
+async fn create_versions(c: &Arc<dyn CommitCoordinator>, range: std::ops::RangeInclusive<u64>) {
+    for v in range {
+        assert_eq!(c.create_version(v, manifest_bytes(&v.to_string())).await.unwrap(), CreateOutcome::Created);
+        c.after_commit(v).await;
+    }
+}
+
+async fn check_empty_location(f: &Fixture) {
+    let c = f.coordinator();
+    assert_eq!(c.latest_version(None).await.unwrap(), None, "{}", f.name);
+    assert_eq!(c.read_version(0).await.unwrap(), None, "{}", f.name);
+    assert!(c.list_versions().await.unwrap().is_empty(), "{}", f.name);
+}
+
+async fn check_create_is_once(f: &Fixture) {
+    let c = f.coordinator();
+    assert_eq!(c.create_version(0, manifest_bytes("first")).await.unwrap(), CreateOutcome::Created);
+    assert_eq!(c.create_version(0, manifest_bytes("second")).await.unwrap(), CreateOutcome::AlreadyExists, "{}", f.name);
+    assert_eq!(c.read_version(0).await.unwrap(), Some(manifest_bytes("first")), "{}: the first write stays", f.name);
+}
+
+async fn check_chain_and_latest(f: &Fixture) {
+    let c = f.coordinator();
+    create_versions(c, 1..=30).await;
+    assert_eq!(c.latest_version(None).await.unwrap(), Some(30), "{}", f.name);
+    assert_eq!(c.latest_version(Some(5)).await.unwrap(), Some(30), "{}", f.name);
+    assert_eq!(c.latest_version(Some(30)).await.unwrap(), Some(30), "{}", f.name);
+    assert_eq!(c.list_versions().await.unwrap(), (0..=30).collect::<Vec<_>>(), "{}", f.name);
+}
+
+async fn check_racing_creators_one_wins(f: &Fixture) {
+    let c = f.coordinator();
+    if !c.capabilities().atomic_create {
+        return;
+    }
+    let tasks: Vec<_> = (0..16)
+        .map(|i| {
+            let c = c.clone();
+            tokio::spawn(async move { (i, c.create_version(31, manifest_bytes(&format!("racer-{i}"))).await.unwrap()) })
+        })
+        .collect();
+    let mut winners = Vec::new();
+    for t in tasks {
+        let (i, outcome) = t.await.unwrap();
+        if outcome == CreateOutcome::Created {
+            winners.push(i);
+        }
+    }
+    assert_eq!(winners.len(), 1, "{}: exactly one of 16 racers creates a version, got {winners:?}", f.name);
+    let stored = c.read_version(31).await.unwrap().unwrap();
+    assert_eq!(stored, manifest_bytes(&format!("racer-{}", winners[0])), "{}: the stored version is the winner's", f.name);
+}
+
+/// A stale, wrong, garbled or missing hint never yields a wrong latest version.
+async fn check_hint_is_only_advisory(f: &Fixture) {
+    if f.lookup != LatestLookup::HintThenProbe {
+        return;
+    }
+    let c = f.coordinator();
+    let hint = f.location.root.clone().join("_latest_version_hint.json");
+    let store = &f.location.store;
+    for body in [r#"{"version":3}"#, r#"{"version":9999}"#, "not json", r#"{"version":31}"#] {
+        store.put(&hint, PutPayload::from(body.as_bytes().to_vec())).await.unwrap();
+        assert_eq!(c.latest_version(None).await.unwrap(), Some(31), "{}: hint {body}", f.name);
+    }
+    store.delete(&hint).await.unwrap();
+    assert_eq!(c.latest_version(None).await.unwrap(), Some(31), "{}: no hint", f.name);
+}
+
+#[tokio::test]
+async fn coordinator_conformance_on_every_backend() {
+    for f in backends() {
+        check_empty_location(&f).await;
+        check_create_is_once(&f).await;
+        check_chain_and_latest(&f).await;
+        check_racing_creators_one_wins(&f).await;
+        check_hint_is_only_advisory(&f).await;
+    }
+}
+
+/// Finding the latest version costs the same few requests at 10 and at 1,000 versions.
+#[tokio::test]
+async fn latest_version_costs_constant_requests() {
+    for f in backends() {
+        let c = f.coordinator();
+        create_versions(c, 0..=9).await;
+        let (latest, small) = f.counting.measure(c.latest_version(None)).await;
+        assert_eq!(latest.unwrap(), Some(9));
+        create_versions(c, 10..=999).await;
+        let (latest, large) = f.counting.measure(c.latest_version(None)).await;
+        assert_eq!(latest.unwrap(), Some(999));
+        eprintln!("{}: latest-version requests at 10 versions {}, at 1000 versions {}", f.name, small.requests(), large.requests());
+        assert!(large.requests() <= 4, "{}: {large:?}", f.name);
+        assert_eq!(small.requests(), large.requests(), "{}", f.name);
+    }
+}
+
+fn one_row(schema: &Schema, id: i64) -> RecordBatch {
+    RecordBatch::try_new(schema.arrow_schema(), vec![Arc::new(Int64Array::from(vec![id])), Arc::new(StringArray::from(vec![Some("x")]))])
+        .unwrap()
+}
+
+/// Average requests of `n` consecutive appends (merges of segments come every few
+/// commits, so single commits vary; the average is what grows or not).
+async fn append_cost(f: &Fixture, table: &Table, n: u64, first_id: i64) -> Tally {
+    let (_, tally) = f
+        .counting
+        .measure(async {
+            for i in 0..n as i64 {
+                table.append(&[one_row(table.schema(), first_id + i)], &CommitOptions::default()).await.unwrap();
+            }
+        })
+        .await;
+    Tally { puts: tally.puts / n, gets: tally.gets / n, lists: tally.lists / n, deletes: 0, bytes_written: tally.bytes_written / n, bytes_read: tally.bytes_read / n }
+}
+
+/// Opening the latest version and committing a one-row append cost the same number of
+/// requests, and about the same bytes, at 10 and at 1,000 versions.
+#[tokio::test]
+async fn open_and_append_cost_do_not_grow_with_versions() {
+    for f in backends() {
+        let schema = Schema::parse("id bigint not null, name varchar").unwrap();
+        let table = Table::create(f.location.clone(), Env::system(), schema).await.unwrap();
+        append_cost(&f, &table, 9, 0).await;
+        let small_append = append_cost(&f, &table, 64, 100).await;
+        let (opened, small_open) = f.counting.measure(Table::open(f.location.clone(), Env::system())).await;
+        assert_eq!(opened.unwrap().version(), 73);
+        append_cost(&f, &table, 1000 - 73, 1000).await;
+        let large_append = append_cost(&f, &table, 64, 5000).await;
+        let (opened, large_open) = f.counting.measure(Table::open(f.location.clone(), Env::system())).await;
+        assert_eq!(opened.unwrap().version(), 1064);
+        eprintln!(
+            "{}: open-latest requests {} -> {}; append requests/commit {} -> {}, bytes written/commit {} -> {}, read/commit {} -> {}",
+            f.name,
+            small_open.requests(),
+            large_open.requests(),
+            small_append.requests(),
+            large_append.requests(),
+            small_append.bytes_written,
+            large_append.bytes_written,
+            small_append.bytes_read,
+            large_append.bytes_read
+        );
+        assert_eq!(small_open.requests(), large_open.requests(), "{}: open-latest requests", f.name);
+        assert!(large_append.requests() <= small_append.requests() + 1, "{}: {small_append:?} vs {large_append:?}", f.name);
+        assert!(large_append.bytes_written <= small_append.bytes_written * 2, "{}: {small_append:?} vs {large_append:?}", f.name);
+    }
+}
