@@ -34,18 +34,19 @@ pub(crate) async fn add_fragments(
             Fragment { id, files: f.files.clone(), physical_rows: f.rows, deletion: None }
         })
         .collect();
-    segments.push(store.write_segment(env, 0, Segment { fragments }).await?);
+    let level = segments::level_for(new.len());
+    segments.push(store.write_segment(env, level, Segment { fragments }).await?);
     merge_trailing(store, env, &mut segments).await?;
     Ok((segments, next_fragment_id))
 }
 
 async fn merge_trailing(store: &TableStore, env: &Env, segments: &mut Vec<SegmentRef>) -> Result<(), CommitError> {
     while let Some(range) = segments::next_merge(segments) {
-        let level = segments[range.start].level + 1;
         let mut fragments = Vec::new();
         for reference in &segments[range.clone()] {
             fragments.extend(store.read_segment(reference).await?.fragments.iter().cloned());
         }
+        let level = segments::merged_level(segments[range.start].level, fragments.len());
         let merged = store.write_segment(env, level, Segment { fragments }).await?;
         segments.truncate(range.start);
         segments.push(merged);
