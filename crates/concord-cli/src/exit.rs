@@ -65,7 +65,8 @@ impl From<CreateError> for Failure {
     fn from(e: CreateError) -> Self {
         let code = match &e {
             CreateError::AlreadyExists { .. } => NO_TABLE_OR_EXISTS,
-            CreateError::Storage(_) => OTHER,
+            CreateError::StateUnknown { .. } => UNKNOWN_OUTCOME,
+            CreateError::Corrupt(_) | CreateError::Storage(_) => OTHER,
         };
         fail(code, &e)
     }

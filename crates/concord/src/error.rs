@@ -52,6 +52,10 @@ pub enum OpenError {
 pub enum CreateError {
     #[error("a table already exists at '{uri}'; choose another location or open it")]
     AlreadyExists { uri: String },
+    #[error("could not tell whether the table was created ({cause}); run `concord history` on it to find out, then retry")]
+    StateUnknown { cause: StorageError },
+    #[error(transparent)]
+    Corrupt(#[from] CorruptObject),
     #[error(transparent)]
     Storage(#[from] StorageError),
 }
@@ -137,33 +141,40 @@ pub enum WriteError {
     Storage(#[from] StorageError),
 }
 
+/// Reading a version failed inside a write or scan: storage errors stay storage errors;
+/// anything else means the table is not as expected and is reported with its object.
+fn unexpected_open_error(e: OpenError) -> Result<StorageError, CorruptObject> {
+    match e {
+        OpenError::Storage(s) => Ok(s),
+        OpenError::Corrupt(c) => Err(c),
+        OpenError::UnsupportedFormat { path, found, supported } => Err(CorruptObject {
+            path,
+            reason: format!("format version {found} is newer than this concord understands ({supported}); upgrade concord"),
+        }),
+        OpenError::NotFound { uri } => Err(CorruptObject { path: uri, reason: "the table disappeared while in use".into() }),
+        other @ (OpenError::VersionNotFound { .. } | OpenError::NoVersionAt { .. }) => {
+            Err(CorruptObject { path: String::from("the table's versions"), reason: other.to_string() })
+        }
+    }
+}
+
 impl From<OpenError> for WriteError {
     fn from(e: OpenError) -> Self {
         match e {
-            OpenError::Corrupt(c) => WriteError::Corrupt(c),
-            OpenError::Storage(s) => WriteError::Storage(s),
             OpenError::VersionNotFound { version, oldest, latest } => WriteError::NoSuchVersion { version, oldest, latest },
-            other => WriteError::Corrupt(CorruptObject { path: String::new(), reason: other.to_string() }),
+            other => unexpected_open_error(other).map_or_else(WriteError::Corrupt, WriteError::Storage),
         }
     }
 }
 
 impl From<OpenError> for CommitError {
     fn from(e: OpenError) -> Self {
-        match e {
-            OpenError::Corrupt(c) => CommitError::Corrupt(c),
-            OpenError::Storage(s) => CommitError::Storage(s),
-            other => CommitError::Corrupt(CorruptObject { path: String::new(), reason: other.to_string() }),
-        }
+        unexpected_open_error(e).map_or_else(CommitError::Corrupt, CommitError::Storage)
     }
 }
 
 impl From<OpenError> for ScanError {
     fn from(e: OpenError) -> Self {
-        match e {
-            OpenError::Corrupt(c) => ScanError::Corrupt(c),
-            OpenError::Storage(s) => ScanError::Storage(s),
-            other => ScanError::Corrupt(CorruptObject { path: String::new(), reason: other.to_string() }),
-        }
+        unexpected_open_error(e).map_or_else(ScanError::Corrupt, ScanError::Storage)
     }
 }

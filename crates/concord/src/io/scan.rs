@@ -72,7 +72,7 @@ async fn open_fragment(
     };
     let path = store.path(&file.path);
     let corrupt = {
-        let path = path.to_string();
+        let path = store.location.display(&path);
         move |e: &dyn std::fmt::Display| ScanError::Corrupt(CorruptObject { path: path.clone(), reason: e.to_string() })
     };
     let reader = DataFileReader::new(store.location.store.clone(), path.clone(), file.size_bytes);

@@ -29,6 +29,8 @@ pub struct ObjectStoreCoordinator {
     store: Arc<dyn ObjectStore>,
     root: Path,
     lookup: LatestLookup,
+    /// Put before object paths in messages (e.g. `/` on local disk).
+    display_prefix: String,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -36,13 +38,17 @@ struct Hint {
     version: u64,
 }
 
-fn storage_error(action: &'static str, path: &Path, source: object_store::Error) -> StorageError {
-    StorageError { action, path: path.to_string(), source }
-}
-
 impl ObjectStoreCoordinator {
     pub fn new(store: Arc<dyn ObjectStore>, root: Path, lookup: LatestLookup) -> Self {
-        ObjectStoreCoordinator { store, root, lookup }
+        ObjectStoreCoordinator { store, root, lookup, display_prefix: String::new() }
+    }
+
+    pub fn with_display_prefix(self, prefix: impl Into<String>) -> Self {
+        ObjectStoreCoordinator { display_prefix: prefix.into(), ..self }
+    }
+
+    fn storage_error(&self, action: &'static str, path: &Path, source: object_store::Error) -> StorageError {
+        StorageError { action, path: format!("{}{path}", self.display_prefix), source }
     }
 
     async fn exists(&self, version: u64) -> Result<bool, StorageError> {
@@ -50,7 +56,7 @@ impl ObjectStoreCoordinator {
         match self.store.head(&path).await {
             Ok(_) => Ok(true),
             Err(object_store::Error::NotFound { .. }) => Ok(false),
-            Err(e) => Err(storage_error("checking", &path, e)),
+            Err(e) => Err(self.storage_error("checking", &path, e)),
         }
     }
 
@@ -84,7 +90,7 @@ impl ObjectStoreCoordinator {
         let dir = naming::versions_dir(&self.root);
         let mut stream = self.store.list(Some(&dir));
         let mut newest: Option<u64> = None;
-        while let Some(meta) = stream.try_next().await.map_err(|e| storage_error("listing", &dir, e))? {
+        while let Some(meta) = stream.try_next().await.map_err(|e| self.storage_error("listing", &dir, e))? {
             if let Some(v) = meta.location.filename().and_then(naming::parse_version_file_name) {
                 if ordered {
                     return Ok(Some(v));
@@ -110,7 +116,7 @@ impl CommitCoordinator for ObjectStoreCoordinator {
             Err(object_store::Error::AlreadyExists { .. }) | Err(object_store::Error::Precondition { .. }) => {
                 Ok(CreateOutcome::AlreadyExists)
             }
-            Err(e) => Err(storage_error("creating", &path, e)),
+            Err(e) => Err(self.storage_error("creating", &path, e)),
         }
     }
 
@@ -119,9 +125,9 @@ impl CommitCoordinator for ObjectStoreCoordinator {
         let result = match self.store.get(&path).await {
             Ok(r) => r,
             Err(object_store::Error::NotFound { .. }) => return Ok(None),
-            Err(e) => return Err(storage_error("reading", &path, e)),
+            Err(e) => return Err(self.storage_error("reading", &path, e)),
         };
-        result.bytes().await.map(Some).map_err(|e| storage_error("reading", &path, e))
+        result.bytes().await.map(Some).map_err(|e| self.storage_error("reading", &path, e))
     }
 
     async fn latest_version(&self, known: Option<u64>) -> Result<Option<u64>, StorageError> {
@@ -143,7 +149,7 @@ impl CommitCoordinator for ObjectStoreCoordinator {
 
     async fn list_versions(&self) -> Result<Vec<u64>, StorageError> {
         let dir = naming::versions_dir(&self.root);
-        let metas: Vec<_> = self.store.list(Some(&dir)).try_collect().await.map_err(|e| storage_error("listing", &dir, e))?;
+        let metas: Vec<_> = self.store.list(Some(&dir)).try_collect().await.map_err(|e| self.storage_error("listing", &dir, e))?;
         let mut versions: Vec<u64> =
             metas.iter().filter_map(|m| m.location.filename().and_then(naming::parse_version_file_name)).collect();
         versions.sort_unstable();
@@ -159,6 +165,6 @@ impl CommitCoordinator for ObjectStoreCoordinator {
     }
 
     fn describe_version(&self, version: u64) -> String {
-        naming::version_path(&self.root, version).to_string()
+        format!("{}{}", self.display_prefix, naming::version_path(&self.root, version))
     }
 }

@@ -47,12 +47,13 @@ impl TableStore {
         }
         let path = self.path(&reference.path);
         let read = async { self.location.store.get(&path).await?.bytes().await };
-        let bytes = read.await.map_err(|source| StorageError { action: "reading", path: path.to_string(), source })?;
-        let segment: Segment = serde_json::from_slice(&bytes)
-            .map_err(|e| CorruptObject { path: path.to_string(), reason: e.to_string() })?;
+        let shown = self.location.display(&path);
+        let bytes = read.await.map_err(|source| StorageError { action: "reading", path: shown.clone(), source })?;
+        let segment: Segment =
+            serde_json::from_slice(&bytes).map_err(|e| CorruptObject { path: shown.clone(), reason: e.to_string() })?;
         if segment.fragments.len() as u64 != reference.fragments {
             let reason = format!("holds {} fragments, its reference says {}", segment.fragments.len(), reference.fragments);
-            return Err(CorruptObject { path: path.to_string(), reason }.into());
+            return Err(CorruptObject { path: shown, reason }.into());
         }
         let segment = Arc::new(segment);
         let mut cache = self.segment_cache.lock().unwrap_or_else(|e| e.into_inner());
@@ -82,7 +83,7 @@ impl TableStore {
             .put_opts(&path, PutPayload::from_bytes(bytes), opts)
             .await
             .map(|_| ())
-            .map_err(|source| StorageError { action: "writing", path: path.to_string(), source })
+            .map_err(|source| StorageError { action: "writing", path: self.location.display(&path), source })
     }
 
     /// Removes objects this process wrote for a transaction that will not commit.

@@ -37,8 +37,21 @@ impl TableLocation {
         let lookup = match kind {
             StoreKind::Local | StoreKind::Memory => LatestLookup::HintThenProbe,
         };
-        let coordinator = Arc::new(ObjectStoreCoordinator::new(store.clone(), root.clone(), lookup));
+        let coordinator =
+            Arc::new(ObjectStoreCoordinator::new(store.clone(), root.clone(), lookup).with_display_prefix(display_prefix(kind)));
         TableLocation { uri: uri.into(), store, root, kind, coordinator }
+    }
+
+    /// How an object of this location is named in messages: a path the user can use.
+    pub fn display(&self, path: &Path) -> String {
+        format!("{}{path}", display_prefix(self.kind))
+    }
+}
+
+fn display_prefix(kind: StoreKind) -> &'static str {
+    match kind {
+        StoreKind::Local => "/",
+        StoreKind::Memory => "memory:///",
     }
 }
 
@@ -61,10 +74,9 @@ impl StoreResolver {
         }
         match uri.split_once("://") {
             None => local(uri, uri),
-            Some(("file", rest)) => {
+            Some(("file", _)) => {
                 let url = url::Url::parse(uri).map_err(|e| invalid(&e.to_string()))?;
                 let path = url.to_file_path().map_err(|_| invalid("not an absolute file path"))?;
-                let _ = rest;
                 local(uri, &path.to_string_lossy())
             }
             Some(("memory", name)) => {

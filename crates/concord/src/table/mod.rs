@@ -53,12 +53,10 @@ impl Table {
             next_fragment_id: 0,
             properties: BTreeMap::from([(PROPERTY_ISOLATION.to_string(), IsolationLevel::Serializable.as_str().to_string())]),
         };
-        match commit::create_table(&store, &manifest).await {
-            Ok(true) => Ok(Table { store, env, manifest: Arc::new(manifest) }),
-            Ok(false) => Err(CreateError::AlreadyExists { uri: store.location.uri.clone() }),
-            Err(crate::error::CommitError::Storage(e)) => Err(CreateError::Storage(e)),
-            Err(crate::error::CommitError::CommitStateUnknown { cause, .. }) => Err(CreateError::Storage(cause)),
-            Err(other) => unreachable!("creating version 0 only fails with storage errors: {other}"),
+        if commit::create_table(&store, &manifest).await? {
+            Ok(Table { store, env, manifest: Arc::new(manifest) })
+        } else {
+            Err(CreateError::AlreadyExists { uri: store.location.uri.clone() })
         }
     }
 

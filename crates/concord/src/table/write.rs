@@ -112,18 +112,7 @@ impl Table {
         while let Some(v) = version {
             let Some(m) = self.store.read_manifest(v).await? else { break };
             if m.transaction.idempotency_key.as_deref() == Some(key.as_str()) {
-                let t = &m.transaction;
-                return Ok(Some(CommitInfo {
-                    version: m.version,
-                    operation: t.operation.name().to_string(),
-                    transaction_id: t.id,
-                    attempts: t.attempts,
-                    rebased_over: t.rebased_over.clone(),
-                    rerun: t.rerun,
-                    rows_written: t.operation.rows_written(),
-                    rows_deleted: 0,
-                    idempotent_replay: true,
-                }));
+                return Ok(Some(CommitInfo { idempotent_replay: true, ..commit::commit_info(&m) }));
             }
             version = v.checked_sub(1);
         }

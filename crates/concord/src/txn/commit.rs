@@ -11,7 +11,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use super::conflict::{self, Resolution};
 use super::{append, overwrite, restore, CommitInfo, CommitOptions, PreparedTransaction};
 use crate::env::Env;
-use crate::error::{CommitError, CorruptObject, StorageError};
+use crate::error::{CommitError, CorruptObject, CreateError, StorageError};
 use crate::format::manifest::{Manifest, Operation, TransactionRecord, FORMAT_VERSION};
 use crate::storage::{CreateOutcome, TableStore};
 
@@ -50,11 +50,11 @@ pub(crate) async fn commit(
             if winner.transaction.id == txn.id {
                 // An earlier attempt whose response was lost did land.
                 coordinator.after_commit(v).await;
-                return Ok(info(&winner, txn));
+                return Ok(commit_info(&winner));
             }
             if let Some(key) = &opts.idempotency_key {
                 if winner.transaction.idempotency_key.as_deref() == Some(key) {
-                    return Ok(CommitInfo { idempotent_replay: true, ..info(&winner, txn) });
+                    return Ok(CommitInfo { idempotent_replay: true, ..commit_info(&winner) });
                 }
             }
             match conflict::resolve(&txn.operation, &txn.read_schema, &winner) {
@@ -84,7 +84,7 @@ pub(crate) async fn commit(
                     Operation::Overwrite { .. } => base.live_rows(),
                     _ => 0,
                 };
-                return Ok(CommitInfo { rows_deleted, ..info(&manifest, txn) });
+                return Ok(CommitInfo { rows_deleted, ..commit_info(&manifest) });
             }
             Attempt::Lost => {
                 failures += 1;
@@ -207,8 +207,9 @@ pub(crate) fn commit_timestamp(now: DateTime<Utc>, parent: DateTime<Utc>) -> Dat
     now.max(parent + TimeDelta::microseconds(1))
 }
 
-/// Creates version 0. `AlreadyExists` means the table exists.
-pub(crate) async fn create_table(store: &TableStore, manifest: &Manifest) -> Result<bool, CommitError> {
+/// Creates version 0, settling an unclear outcome by reading it back.
+/// `Ok(false)`: another writer's version 0 exists (the table exists).
+pub(crate) async fn create_table(store: &TableStore, manifest: &Manifest) -> Result<bool, CreateError> {
     let bytes = Bytes::from(serde_json::to_vec(manifest).expect("manifests always serialize"));
     let coordinator = &store.location.coordinator;
     let created = match coordinator.create_version(0, bytes).await {
@@ -216,13 +217,12 @@ pub(crate) async fn create_table(store: &TableStore, manifest: &Manifest) -> Res
         Ok(CreateOutcome::AlreadyExists) => false,
         Err(cause) => match coordinator.read_version(0).await {
             Ok(Some(found)) => {
-                crate::storage::decode_manifest(&coordinator.describe_version(0), 0, &found)?.transaction.id
-                    == manifest.transaction.id
+                let holder = crate::storage::decode_manifest(&coordinator.describe_version(0), 0, &found)
+                    .map_err(|e| CorruptObject { path: coordinator.describe_version(0), reason: e.to_string() })?;
+                holder.transaction.id == manifest.transaction.id
             }
-            Ok(None) => return Err(CommitError::Storage(cause)),
-            Err(_) => {
-                return Err(CommitError::CommitStateUnknown { version: 0, transaction_id: manifest.transaction.id, cause });
-            }
+            Ok(None) => return Err(CreateError::Storage(cause)),
+            Err(_) => return Err(CreateError::StateUnknown { cause }),
         },
     };
     if created {
@@ -231,12 +231,14 @@ pub(crate) async fn create_table(store: &TableStore, manifest: &Manifest) -> Res
     Ok(created)
 }
 
-fn info(manifest: &Manifest, txn: &PreparedTransaction) -> CommitInfo {
+/// The outcome reported for `manifest`'s transaction (committed now, earlier, or as a
+/// replay of an idempotency key).
+pub(crate) fn commit_info(manifest: &Manifest) -> CommitInfo {
     let record = &manifest.transaction;
     CommitInfo {
         version: manifest.version,
         operation: record.operation.name().to_string(),
-        transaction_id: txn.id,
+        transaction_id: record.id,
         attempts: record.attempts,
         rebased_over: record.rebased_over.clone(),
         rerun: record.rerun,
