@@ -59,13 +59,6 @@ fn append_rejected(t: &TempTable, before: &Snapshot, files: &[(&str, &str)], wor
     stderr
 }
 
-fn write_parquet(path: &std::path::Path, batch: &RecordBatch) {
-    let file = std::fs::File::create(path).expect("create parquet file");
-    let mut writer = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).expect("parquet writer");
-    writer.write(batch).expect("write batch");
-    writer.close().expect("close parquet");
-}
-
 #[test]
 fn csv_with_unknown_column_is_rejected_naming_it() {
     let (t, before) = table_with_rows();

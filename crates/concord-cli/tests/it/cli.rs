@@ -53,13 +53,6 @@ fn single_json_object(stdout: &str) -> Value {
     v
 }
 
-fn write_parquet(path: &std::path::Path, batch: &RecordBatch) {
-    let file = std::fs::File::create(path).expect("create parquet file");
-    let mut writer = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).expect("parquet writer");
-    writer.write(batch).expect("write batch");
-    writer.close().expect("close parquet");
-}
-
 #[test]
 fn history_json_lists_versions_oldest_first_with_the_contract_fields() {
     let t = TempTable::create();

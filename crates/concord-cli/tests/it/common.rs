@@ -141,3 +141,11 @@ pub async fn ids(table: &Table) -> Vec<i64> {
     out.sort_unstable();
     out
 }
+
+/// Writes `batch` as a Parquet file (for inputs in Parquet form).
+pub fn write_parquet(path: &Path, batch: &RecordBatch) {
+    let file = std::fs::File::create(path).expect("create parquet file");
+    let mut writer = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).expect("parquet writer");
+    writer.write(batch).expect("write batch");
+    writer.close().expect("close parquet");
+}

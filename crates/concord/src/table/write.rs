@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use arrow::array::RecordBatch;
 
 use super::Table;
-use crate::error::{OpenError, WriteError};
+use crate::error::{InputError, OpenError, WriteError};
 use crate::format::manifest::{NewFragment, Operation};
 use crate::io::{ingest, writer};
 use crate::txn::{commit, CommitInfo, CommitOptions, PreparedTransaction};
@@ -54,16 +54,16 @@ impl Table {
         self.latest().await?.commit_operation(Operation::Restore { version }, options).await
     }
 
-    fn conform(&self, batches: &[RecordBatch]) -> Result<Vec<RecordBatch>, WriteError> {
+    fn conform(&self, batches: &[RecordBatch]) -> Result<Vec<RecordBatch>, InputError> {
         let schema = self.schema();
-        Ok(batches
+        batches
             .iter()
             .enumerate()
             .map(|(i, b)| ingest::conform_batch(b, schema, &format!("batch {i}")))
-            .collect::<Result<Vec<_>, _>>()?)
+            .collect()
     }
 
-    fn read_files(&self, files: &[PathBuf]) -> Result<Vec<RecordBatch>, WriteError> {
+    fn read_files(&self, files: &[PathBuf]) -> Result<Vec<RecordBatch>, InputError> {
         let mut batches = Vec::new();
         for file in files {
             batches.extend(ingest::read_file(file, self.schema())?);
