@@ -111,9 +111,18 @@ fn threads_appending_concurrently_all_succeed() {
 
 /// The acceptance run: 8 processes × 25 appends on one local table.
 #[test]
-fn processes_appending_concurrently_all_succeed() {
+fn eight_processes_appending_25_times_all_succeed() {
+    processes_appending_concurrently(8, 25, 4);
+}
+
+#[test]
+fn sixteen_processes_appending_at_once_all_succeed() {
+    processes_appending_concurrently(16, 5, 10);
+}
+
+/// `processes` OS processes each run `appends` CLI appends of `rows` rows at once.
+fn processes_appending_concurrently(processes: u64, appends: u64, rows: u64) {
     let t = TempTable::create();
-    let (processes, appends, rows) = (8u64, 25u64, 4u64);
     let files: Vec<String> = (0..processes)
         .flat_map(|p| (0..appends).map(move |k| (p, k)))
         .map(|(p, k)| t.file(&format!("in-{p}-{k}.csv"), &csv_rows((p * appends + k) * rows, rows)))
