@@ -4,9 +4,10 @@
 //!    at each size: CONCORD_BENCH_SAMPLES opens of the latest version, and as many one-row
 //!    appends in three styles (a handle kept from one open, a handle refreshed with
 //!    `latest()` before each append, a fresh open + append). Measured appends add versions,
-//!    so the appends at size N run on versions N .. N + 3 * samples.
-//! 2. For each count in CONCORD_BENCH_WRITERS: that many OS processes (this binary again, in
-//!    worker mode) each doing CONCORD_BENCH_OPS one-row appends on one fresh local table.
+//!    so the appends at size N run on versions N .. N + 3 * samples. Timings of opens include
+//!    resolving the URI. A throwaway table warms up first.
+//! 2. For each count in CONCORD_BENCH_WRITERS (empty: none): that many OS processes (this binary
+//!    again, in worker mode) each doing CONCORD_BENCH_OPS one-row appends on one fresh local table.
 //!
 //! Worker mode (internal): CONCORD_BENCH_WORKER=<uri>,<count>,<start at, unix ms>.
 
@@ -134,6 +135,12 @@ const MEASUREMENTS: [&str; 4] = ["open latest", "append, handle kept", "append, 
 
 async fn single_writer(cfg: &Config, uri: &str) -> Result<Vec<Row>> {
     let resolver = StoreResolver::new();
+    // Warm up (page cache, allocator, runtime) on a throwaway table so the first size is not penalized.
+    let scratch = format!("{uri}-warmup");
+    Table::create(resolver.resolve(&scratch)?, Env::system(), schema()).await?;
+    for id in 0..cfg.samples.min(100) as i64 {
+        append_one(&open(&resolver, &scratch).await?, id).await?;
+    }
     let mut table = Table::create(resolver.resolve(uri)?, Env::system(), schema()).await?;
     let mut next_id = 0i64;
     let mut rows = Vec::new();

@@ -2,6 +2,11 @@
 
 use std::time::Duration;
 
+/// The backoff ceiling grows to at most 2^MAX_DOUBLINGS attempt latencies. Beyond
+/// that, waiting longer only adds latency: a commit race is lost to one winner at a
+/// time, so the next attempt is as likely to win after 16 latencies as after 1,000.
+const MAX_DOUBLINGS: u32 = 4;
+
 /// Bounds on a commit's retries: both a count and a total time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
@@ -33,11 +38,11 @@ impl RetryPolicy {
     }
 
     /// Full-jitter backoff after the `failures`-th lost attempt, scaled to how long an
-    /// attempt takes on this store: uniform in `0..=min(max, scale * 2^failures)`.
+    /// attempt takes on this store: uniform in `0..=min(max, scale * 2^min(failures, 4))`.
     /// `uniform(n)` must return a value in `0..=n`.
     pub fn backoff(&self, failures: u32, attempt_latency: Duration, uniform: impl FnOnce(u64) -> u64) -> Duration {
         let scale = attempt_latency.max(self.min_backoff);
-        let ceiling = scale.saturating_mul(1u32 << failures.min(10)).min(self.max_backoff);
+        let ceiling = scale.saturating_mul(1u32 << failures.min(MAX_DOUBLINGS)).min(self.max_backoff);
         Duration::from_micros(uniform(ceiling.as_micros() as u64))
     }
 }
@@ -53,7 +58,8 @@ mod tests {
         assert_eq!(max(0, Duration::from_millis(3)), Duration::from_millis(3));
         assert_eq!(max(2, Duration::from_millis(3)), Duration::from_millis(12));
         assert_eq!(max(1, Duration::from_micros(10)), Duration::from_millis(2), "floored at min_backoff");
-        assert_eq!(max(30, Duration::from_millis(50)), p.max_backoff);
+        assert_eq!(max(30, Duration::from_millis(5)), Duration::from_millis(80), "growth stops at 16 latencies");
+        assert_eq!(max(30, Duration::from_millis(500)), p.max_backoff);
         assert_eq!(p.backoff(5, Duration::from_millis(3), |_| 0), Duration::ZERO);
     }
 
