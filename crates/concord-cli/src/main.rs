@@ -9,7 +9,10 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use clap::{Args, Parser, Subcommand};
-use concord::{CommitOptions, Env, IsolationLevel, RetryPolicy, ScanOptions, Schema, StoreResolver, Table, TableLocation};
+use concord::{
+    CommitOptions, Env, IsolationLevel, PreparedTransaction, RetryPolicy, ScanOptions, Schema, StoreResolver, Table, TableLocation,
+    WriteError,
+};
 use futures::TryStreamExt;
 
 use exit::Failure;
@@ -55,6 +58,10 @@ struct WriteArgs {
     /// Print one JSON object describing the outcome
     #[arg(long)]
     json: bool,
+    /// Write the data and the transaction record but commit nothing; print the staged
+    /// id (finish with `concord commit`)
+    #[arg(long)]
+    stage: bool,
 }
 
 #[derive(Subcommand)]
@@ -103,6 +110,22 @@ enum Command {
         uri: String,
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        #[command(flatten)]
+        write: WriteArgs,
+    },
+    /// Delete the rows matching a SQL predicate
+    Delete {
+        uri: String,
+        #[arg(long = "where")]
+        filter: String,
+        #[command(flatten)]
+        write: WriteArgs,
+    },
+    /// Commit transactions prepared with --stage, in the order given
+    Commit {
+        uri: String,
+        #[arg(required = true)]
+        staged_ids: Vec<String>,
         #[command(flatten)]
         write: WriteArgs,
     },
@@ -174,6 +197,34 @@ impl WriteArgs {
     }
 }
 
+/// A write command's operation, prepared and committed the same way for all.
+enum WriteOp {
+    Append(Vec<PathBuf>),
+    Overwrite(Vec<PathBuf>),
+    Restore(u64),
+    Delete(String),
+}
+
+impl WriteOp {
+    async fn prepare(&self, table: &Table) -> Result<PreparedTransaction, WriteError> {
+        match self {
+            WriteOp::Append(files) => table.prepare_append_files(files).await,
+            WriteOp::Overwrite(files) => table.prepare_overwrite_files(files).await,
+            WriteOp::Restore(version) => table.prepare_restore(*version).await,
+            WriteOp::Delete(sql) => table.prepare_delete(sql).await,
+        }
+    }
+
+    async fn run(&self, table: &Table, options: &CommitOptions) -> Result<concord::CommitInfo, WriteError> {
+        match self {
+            WriteOp::Append(files) => table.append_files(files, options).await,
+            WriteOp::Overwrite(files) => table.overwrite_files(files, options).await,
+            WriteOp::Restore(version) => table.restore(*version, options).await,
+            WriteOp::Delete(sql) => table.delete(sql, options).await,
+        }
+    }
+}
+
 struct Context {
     resolver: StoreResolver,
     env: Env,
@@ -186,6 +237,18 @@ impl Context {
 
     async fn open(&self, uri: &str) -> Result<Table, Failure> {
         Ok(Table::open(self.location(uri)?, self.env.clone()).await?)
+    }
+
+    /// Runs a write command: commit it, or with --stage only prepare and record it.
+    async fn write(&self, uri: &str, op: WriteOp, write: &WriteArgs) -> Result<(), Failure> {
+        let table = self.open(uri).await?;
+        if write.stage {
+            let txn = op.prepare(&table).await?;
+            println!("{}", table.stage(&txn).await?);
+        } else {
+            output::print_commit(&op.run(&table, &write.options()).await?, write.json)?;
+        }
+        Ok(())
     }
 
     async fn open_at(&self, uri: &str, at: &VersionArgs) -> Result<Table, Failure> {
@@ -206,17 +269,16 @@ async fn run(command: Command) -> Result<(), Failure> {
             let table = Table::create(cx.location(&uri)?, cx.env.clone(), schema).await?;
             println!("created {} at version {}", table.uri(), table.version());
         }
-        Command::Append { uri, files, write } => {
-            let info = cx.open(&uri).await?.append_files(&files, &write.options()).await?;
-            output::print_commit(&info, write.json)?;
-        }
-        Command::Overwrite { uri, files, write } => {
-            let info = cx.open(&uri).await?.overwrite_files(&files, &write.options()).await?;
-            output::print_commit(&info, write.json)?;
-        }
-        Command::Restore { uri, version, write } => {
-            let info = cx.open(&uri).await?.restore(version, &write.options()).await?;
-            output::print_commit(&info, write.json)?;
+        Command::Append { uri, files, write } => cx.write(&uri, WriteOp::Append(files), &write).await?,
+        Command::Overwrite { uri, files, write } => cx.write(&uri, WriteOp::Overwrite(files), &write).await?,
+        Command::Restore { uri, version, write } => cx.write(&uri, WriteOp::Restore(version), &write).await?,
+        Command::Delete { uri, filter, write } => cx.write(&uri, WriteOp::Delete(filter), &write).await?,
+        Command::Commit { uri, staged_ids, write } => {
+            let table = cx.open(&uri).await?;
+            for id in &staged_ids {
+                let txn = table.load_staged(id).await?;
+                output::print_commit(&table.commit(&txn, &write.options()).await?, write.json)?;
+            }
         }
         Command::Scan { uri, at, columns, filter, limit, format } => {
             let table = cx.open_at(&uri, &at).await?;

@@ -95,6 +95,12 @@ pub fn print_commit(info: &CommitInfo, as_json: bool) -> Result<(), Failure> {
         if info.rows_written > 0 {
             line.push_str(&format!(", {} rows written", info.rows_written));
         }
+        if info.rows_deleted > 0 {
+            line.push_str(&format!(", {} rows deleted", info.rows_deleted));
+        }
+        if info.rerun {
+            line.push_str(", re-ran on concurrent changes");
+        }
         line.push_str(&format!(", {} attempt{}", info.attempts, if info.attempts == 1 { "" } else { "s" }));
         if !info.rebased_over.is_empty() {
             line.push_str(&format!(", rebased over {} concurrent commit{}", info.rebased_over.len(), if info.rebased_over.len() == 1 { "" } else { "s" }));

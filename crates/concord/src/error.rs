@@ -129,6 +129,10 @@ pub enum ScanError {
 pub enum WriteError {
     #[error(transparent)]
     Input(#[from] InputError),
+    #[error(transparent)]
+    Predicate(#[from] PredicateError),
+    #[error("no staged transaction {id} in this table; `--stage` prints the ids it creates")]
+    StagedNotFound { id: String },
     #[error("version {version} cannot be restored: versions run from {oldest} to {latest}")]
     NoSuchVersion { version: u64, oldest: u64, latest: u64 },
     #[error(transparent)]
@@ -163,6 +167,19 @@ impl From<OpenError> for WriteError {
         match e {
             OpenError::VersionNotFound { version, oldest, latest } => WriteError::NoSuchVersion { version, oldest, latest },
             other => unexpected_open_error(other).map_or_else(WriteError::Corrupt, WriteError::Storage),
+        }
+    }
+}
+
+impl From<ScanError> for WriteError {
+    fn from(e: ScanError) -> Self {
+        match e {
+            ScanError::Predicate(p) => WriteError::Predicate(p),
+            ScanError::Storage(s) => WriteError::Storage(s),
+            ScanError::Corrupt(c) => WriteError::Corrupt(c),
+            ScanError::UnknownColumn { column, known } => {
+                WriteError::Predicate(PredicateError::UnknownColumn { sql: String::new(), column, known })
+            }
         }
     }
 }

@@ -20,7 +20,8 @@ pub use error::{
     CommitError, CorruptObject, CreateError, InputError, OpenError, PredicateError, ScanError, StorageError, UriError, WriteError,
 };
 pub use format::manifest::{
-    DataFile, DeletionRef, Fragment, IsolationLevel, Manifest, NewFragment, Operation, SegmentRef, TransactionRecord,
+    DataFile, DeletionRef, Fragment, FragmentDeletion, IsolationLevel, Manifest, NewFragment, Operation, SegmentRef,
+    TransactionRecord,
     FORMAT_VERSION, PROPERTY_ISOLATION,
 };
 pub use format::naming::{parse_version_file_name, version_file_name};
@@ -31,8 +32,8 @@ pub use storage::{
     TableLocation,
 };
 pub use table::{ScanOptions, Table, TableScan, VersionInfo};
-pub use txn::conflict::{resolve as resolve_conflict, Resolution};
-pub use txn::{CommitInfo, CommitOptions, RetryPolicy};
+pub use txn::conflict::{resolve as resolve_conflict, RerunScope, Resolution, Winner};
+pub use txn::{CommitInfo, CommitOptions, PreparedTransaction, RetryPolicy};
 
 /// The Arrow and object_store versions Concord's API uses.
 pub use {arrow, object_store};

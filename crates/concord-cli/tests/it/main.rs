@@ -7,4 +7,5 @@ mod bad_input;
 mod cli;
 mod concurrency;
 mod conformance;
+mod delete;
 mod format;

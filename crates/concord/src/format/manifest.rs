@@ -104,6 +104,16 @@ pub struct Segment {
     pub fragments: Vec<Fragment>,
 }
 
+/// Rows a delete removes from one fragment: a deletion-vector file holding only the
+/// rows this transaction deletes (a delta), to be unioned with the fragment's vector.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FragmentDeletion {
+    pub fragment_id: u64,
+    /// Relative to the table root, e.g. `_deletions/<uuid>.bin`.
+    pub path: String,
+    pub rows: u64,
+}
+
 /// What a transaction does; enough to replay it on the previous version.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -116,6 +126,10 @@ pub enum Operation {
     Overwrite { fragments: Vec<NewFragment> },
     /// Makes the state of `version` (schema and rows) the newest state.
     Restore { version: u64 },
+    /// Deletes the rows matching `predicate`. `deletions` are the rows it found (at
+    /// prepare time, plus any re-run over winners' fragments); `columns` are the field
+    /// ids the predicate reads.
+    Delete { predicate: String, columns: Vec<u32>, deletions: Vec<FragmentDeletion> },
 }
 
 impl Operation {
@@ -125,6 +139,7 @@ impl Operation {
             Operation::Append { .. } => "append",
             Operation::Overwrite { .. } => "overwrite",
             Operation::Restore { .. } => "restore",
+            Operation::Delete { .. } => "delete",
         }
     }
 
@@ -132,7 +147,7 @@ impl Operation {
     pub fn rows_written(&self) -> u64 {
         match self {
             Operation::Append { fragments } | Operation::Overwrite { fragments } => fragments.iter().map(|f| f.rows).sum(),
-            Operation::Create | Operation::Restore { .. } => 0,
+            Operation::Create | Operation::Restore { .. } | Operation::Delete { .. } => 0,
         }
     }
 }
@@ -149,6 +164,9 @@ pub struct TransactionRecord {
     pub rebased_over: Vec<u64>,
     /// Whether part of the operation was re-executed against a winner's changes.
     pub rerun: bool,
+    /// Rows this version removed (deleted, or replaced by an overwrite).
+    #[serde(default)]
+    pub rows_deleted: u64,
     pub idempotency_key: Option<String>,
 }
 

@@ -8,6 +8,10 @@ use uuid::Uuid;
 pub const VERSIONS_DIR: &str = "_versions";
 /// Folder holding immutable fragment-list segments shared between versions.
 pub const SEGMENTS_DIR: &str = "_segments";
+/// Folder holding deletion vectors (roaring bitmaps of deleted row offsets).
+pub const DELETIONS_DIR: &str = "_deletions";
+/// Folder holding staged (prepared, not yet committed) transactions.
+pub const TRANSACTIONS_DIR: &str = "_transactions";
 /// Folder holding Parquet data files.
 pub const DATA_DIR: &str = "data";
 /// Advisory hint naming a recent version; may be stale or missing, never trusted alone.
@@ -51,6 +55,16 @@ pub fn segment_name(id: Uuid) -> String {
 /// Relative (to the table root) name of a data file.
 pub fn data_file_name(id: Uuid) -> String {
     format!("{DATA_DIR}/{id}.parquet")
+}
+
+/// Relative (to the table root) name of a deletion-vector file.
+pub fn deletion_file_name(id: Uuid) -> String {
+    format!("{DELETIONS_DIR}/{id}.bin")
+}
+
+/// Relative (to the table root) name of a staged transaction.
+pub fn staged_transaction_name(id: Uuid) -> String {
+    format!("{TRANSACTIONS_DIR}/{id}.json")
 }
 
 /// Absolute object path of a name relative to the table root.

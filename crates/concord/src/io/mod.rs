@@ -1,6 +1,7 @@
 //! Data files: reading user input, writing Parquet fragments, scanning them.
 
 pub(crate) mod adapt;
+pub(crate) mod deletion;
 mod file_reader;
 pub(crate) mod ingest;
 pub(crate) mod predicate;

@@ -5,6 +5,7 @@
 //! other projected columns only for matching rows (Parquet `RowFilter`).
 
 use std::collections::HashSet;
+use std::ops::Range;
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, BooleanArray, RecordBatch, UInt64Array};
@@ -19,7 +20,10 @@ use parquet::arrow::arrow_reader::{ArrowPredicateFn, RowFilter};
 use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
 use parquet::file::metadata::ParquetMetaData;
 
+use roaring::RoaringBitmap;
+
 use super::adapt::{file_column, to_table_columns};
+use super::deletion;
 use super::file_reader::DataFileReader;
 use super::predicate::Predicate;
 use crate::error::{CorruptObject, ScanError};
@@ -60,73 +64,155 @@ pub(crate) fn scan_fragments(
         .boxed()
 }
 
+/// Turns a decoding failure into an error naming the data file.
+type CorruptFile = Arc<dyn Fn(&dyn std::fmt::Display) -> ScanError + Send + Sync>;
+
+/// A fragment's data file, opened: reader builder, its Arrow schema, the field id of
+/// each of its columns, and each row group's range of row offsets.
+struct OpenedFile {
+    builder: ParquetRecordBatchStreamBuilder<DataFileReader>,
+    file_schema: SchemaRef,
+    file_fields: Arc<Vec<u32>>,
+    row_groups: Vec<Range<u64>>,
+    corrupt: CorruptFile,
+}
+
+async fn open_file(store: &TableStore, fragment: &Fragment) -> Result<OpenedFile, ScanError> {
+    let [file] = fragment.files.as_slice() else {
+        let reason = format!("fragment {} has {} data files; this concord reads exactly one", fragment.id, fragment.files.len());
+        return Err(CorruptObject { path: format!("fragment {}", fragment.id), reason }.into());
+    };
+    let path = store.path(&file.path);
+    let shown = store.location.display(&path);
+    let corrupt: CorruptFile =
+        Arc::new(move |e| ScanError::Corrupt(CorruptObject { path: shown.clone(), reason: e.to_string() }));
+    let reader = DataFileReader::new(store.location.store.clone(), path, file.size_bytes);
+    let builder = ParquetRecordBatchStreamBuilder::new(reader).await.map_err(|e| corrupt(&e))?.with_batch_size(BATCH_ROWS);
+    let mut row_groups = Vec::with_capacity(builder.metadata().num_row_groups());
+    let mut start = 0u64;
+    for rg in builder.metadata().row_groups() {
+        row_groups.push(start..start + rg.num_rows() as u64);
+        start += rg.num_rows() as u64;
+    }
+    Ok(OpenedFile { file_schema: builder.schema().clone(), file_fields: Arc::new(file.fields.clone()), builder, row_groups, corrupt })
+}
+
+impl OpenedFile {
+    /// Row groups the predicate may match, and the predicate's file columns (empty when
+    /// the file has none of them; then every row reads them as NULL).
+    fn plan_filter(&self, predicate: &Predicate) -> Result<(Vec<usize>, Vec<usize>), ScanError> {
+        let mut keep: Vec<usize> = (0..self.row_groups.len()).collect();
+        let columns: Vec<usize> = predicate.fields.iter().filter_map(|f| file_column(&self.file_fields, f.id)).collect();
+        if columns.is_empty() {
+            if !predicate.constant_value().map_err(|e| (self.corrupt)(&e))? {
+                keep.clear();
+            }
+        } else if let Some(pruning) = &predicate.pruning {
+            let metadata = self.builder.metadata();
+            let stats = RowGroupStats::new(metadata, &self.file_schema, self.builder.parquet_schema(), &self.file_fields, predicate);
+            if let Ok(mask) = pruning.prune(&stats) {
+                keep.retain(|i| mask[*i]);
+            }
+        }
+        Ok((keep, columns))
+    }
+
+    fn ranges(&self, row_groups: &[usize]) -> Vec<Range<u64>> {
+        row_groups.iter().map(|i| self.row_groups[*i].clone()).collect()
+    }
+}
+
 async fn open_fragment(
     store: &TableStore,
     fragment: &Fragment,
     plan: Arc<ScanPlan>,
     metrics: &std::sync::Mutex<ScanMetrics>,
 ) -> Result<BoxStream<'static, Result<RecordBatch, ScanError>>, ScanError> {
-    let [file] = fragment.files.as_slice() else {
-        let reason = format!("fragment {} has {} data files; this concord reads exactly one", fragment.id, fragment.files.len());
-        return Err(CorruptObject { path: format!("fragment {}", fragment.id), reason }.into());
-    };
-    let path = store.path(&file.path);
-    let corrupt = {
-        let path = store.location.display(&path);
-        move |e: &dyn std::fmt::Display| ScanError::Corrupt(CorruptObject { path: path.clone(), reason: e.to_string() })
-    };
-    let reader = DataFileReader::new(store.location.store.clone(), path.clone(), file.size_bytes);
-    let mut builder = ParquetRecordBatchStreamBuilder::new(reader).await.map_err(|e| corrupt(&e))?.with_batch_size(BATCH_ROWS);
-    let file_schema = builder.schema().clone();
-    let file_fields = Arc::new(file.fields.clone());
-    let row_groups = builder.metadata().num_row_groups();
-    let out_columns: Vec<usize> = plan.fields.iter().filter_map(|f| file_column(&file_fields, f.id)).collect();
-    let projection = ProjectionMask::roots(builder.parquet_schema(), out_columns);
-    builder = builder.with_projection(projection);
-
-    let mut keep: Vec<usize> = (0..row_groups).collect();
+    let file = open_file(store, fragment).await?;
+    let mut keep: Vec<usize> = (0..file.row_groups.len()).collect();
+    let mut builder_filter = None;
     if let Some(predicate) = &plan.predicate {
-        let filter_columns: Vec<usize> = predicate.fields.iter().filter_map(|f| file_column(&file_fields, f.id)).collect();
-        if filter_columns.is_empty() {
-            // The file has none of the filter's columns: they all read as NULL.
-            if !predicate.constant_value().map_err(|e| corrupt(&e))? {
-                keep.clear();
-            }
-        } else {
-            if let Some(pruning) = &predicate.pruning {
-                let stats = RowGroupStats::new(builder.metadata(), &file_schema, builder.parquet_schema(), &file_fields, predicate);
-                if let Ok(mask) = pruning.prune(&stats) {
-                    keep.retain(|i| mask[*i]);
-                }
-            }
-            let mask = ProjectionMask::roots(builder.parquet_schema(), filter_columns);
+        let (kept, columns) = file.plan_filter(predicate)?;
+        keep = kept;
+        if !columns.is_empty() {
+            let mask = ProjectionMask::roots(file.builder.parquet_schema(), columns);
             let plan_for_filter = plan.clone();
-            let (fs, ff) = (file_schema.clone(), file_fields.clone());
-            let filter = ArrowPredicateFn::new(mask, move |batch: RecordBatch| {
+            let (fs, ff) = (file.file_schema.clone(), file.file_fields.clone());
+            builder_filter = Some(ArrowPredicateFn::new(mask, move |batch: RecordBatch| {
                 let predicate = plan_for_filter.predicate.as_ref().expect("filter has a predicate");
                 let adapted = to_table_columns(&batch, &fs, &ff, &predicate.fields, &predicate.schema)?;
                 predicate.evaluate(&adapted)
-            });
-            builder = builder.with_row_filter(RowFilter::new(vec![Box::new(filter)]));
+            }));
         }
     }
     {
         let mut m = metrics.lock().unwrap_or_else(|e| e.into_inner());
-        m.row_groups_total += row_groups as u64;
+        m.row_groups_total += file.row_groups.len() as u64;
         m.row_groups_read += keep.len() as u64;
     }
     if keep.is_empty() {
         return Ok(stream::empty().boxed());
     }
-    let stream = builder.with_row_groups(keep).build().map_err(|e| corrupt(&e))?;
-    let output = plan.output.clone();
-    let fields = plan.fields.clone();
+    let deleted = deletion::of_fragment(store, fragment.deletion.as_ref()).await?;
+    let out_columns: Vec<usize> = plan.fields.iter().filter_map(|f| file_column(&file.file_fields, f.id)).collect();
+    let ranges = file.ranges(&keep);
+    let OpenedFile { mut builder, file_schema, file_fields, corrupt, .. } = file;
+    let projection = ProjectionMask::roots(builder.parquet_schema(), out_columns);
+    builder = builder.with_projection(projection).with_row_groups(keep);
+    if !deleted.is_empty() {
+        builder = builder.with_row_selection(deletion::selection(&ranges, &deleted));
+    }
+    if let Some(filter) = builder_filter {
+        builder = builder.with_row_filter(RowFilter::new(vec![Box::new(filter)]));
+    }
+    let stream = builder.build().map_err(|e| corrupt(&e))?;
+    let (output, fields) = (plan.output.clone(), plan.fields.clone());
     Ok(stream
         .map(move |batch| {
             let batch = batch.map_err(|e| corrupt(&e))?;
             to_table_columns(&batch, &file_schema, &file_fields, &fields, &output).map_err(|e| corrupt(&e))
         })
         .boxed())
+}
+
+/// Offsets of the live rows of `fragment` for which `predicate` is true.
+pub(crate) async fn fragment_matches(store: &TableStore, fragment: &Fragment, predicate: &Predicate) -> Result<RoaringBitmap, ScanError> {
+    let file = open_file(store, fragment).await?;
+    let (keep, columns) = file.plan_filter(predicate)?;
+    let mut matches = RoaringBitmap::new();
+    if columns.is_empty() {
+        for i in &keep {
+            let r = &file.row_groups[*i];
+            matches.insert_range(r.start as u32..r.end as u32);
+        }
+    } else if !keep.is_empty() {
+        let ranges = file.ranges(&keep);
+        let OpenedFile { builder, file_schema, file_fields, corrupt, .. } = file;
+        let projection = ProjectionMask::roots(builder.parquet_schema(), columns);
+        let mut stream = builder.with_projection(projection).with_row_groups(keep).build().map_err(|e| corrupt(&e))?;
+        // Position p in the concatenation of the kept row groups -> file row offset.
+        let (mut range, mut range_start) = (0usize, 0u64);
+        let mut position = 0u64;
+        while let Some(batch) = stream.next().await {
+            let batch = batch.map_err(|e| corrupt(&e))?;
+            let adapted = to_table_columns(&batch, &file_schema, &file_fields, &predicate.fields, &predicate.schema)
+                .map_err(|e| corrupt(&e))?;
+            let hits = predicate.evaluate(&adapted).map_err(|e| corrupt(&e))?;
+            for i in 0..hits.len() {
+                if hits.value(i) {
+                    let p = position + i as u64;
+                    while p >= range_start + (ranges[range].end - ranges[range].start) {
+                        range_start += ranges[range].end - ranges[range].start;
+                        range += 1;
+                    }
+                    matches.insert((ranges[range].start + (p - range_start)) as u32);
+                }
+            }
+            position += hits.len() as u64;
+        }
+    }
+    matches -= deletion::of_fragment(store, fragment.deletion.as_ref()).await?;
+    Ok(matches)
 }
 
 /// Row-group statistics of one file, keyed by the predicate's (table) column names.

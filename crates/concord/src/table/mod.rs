@@ -46,6 +46,7 @@ impl Table {
                 attempts: 1,
                 rebased_over: Vec::new(),
                 rerun: false,
+                rows_deleted: 0,
                 idempotency_key: None,
             },
             schema,

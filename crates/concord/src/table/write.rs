@@ -1,66 +1,173 @@
-//! Writing: prepare (write data files, build the transaction), then commit.
+//! Writing: prepare (write data or deletion files, build the transaction), then
+//! commit, or stage the prepared transaction to commit later (two-phase).
 
 use std::path::PathBuf;
 
 use arrow::array::RecordBatch;
+use bytes::Bytes;
+use object_store::ObjectStoreExt;
+use uuid::Uuid;
 
 use super::Table;
-use crate::error::{InputError, OpenError, WriteError};
+use crate::error::{CorruptObject, InputError, OpenError, StorageError, WriteError};
 use crate::format::manifest::{NewFragment, Operation};
-use crate::io::{ingest, writer};
-use crate::txn::{commit, CommitInfo, CommitOptions, PreparedTransaction};
+use crate::format::naming;
+use crate::io::{ingest, predicate, writer};
+use crate::txn::{commit, delete, CommitInfo, CommitOptions, PreparedTransaction};
 
-// Appends and overwrites do not read the table's rows, so they are prepared against the
-// latest version at the time of the call (its schema), not this handle's version: a
-// long-lived handle then costs nothing extra to commit through.
+// Every prepare starts from the latest version at the time of the call: a long-lived
+// handle then has no backlog of winners to judge at commit.
 impl Table {
     /// Appends rows given as Arrow batches (matched to the schema by column name).
     pub async fn append(&self, batches: &[RecordBatch], options: &CommitOptions) -> Result<CommitInfo, WriteError> {
-        let base = self.latest().await?;
-        let batches = base.conform(batches)?;
-        base.write_and_commit(&batches, options, |fragments| Operation::Append { fragments }).await
+        self.run(options, self.prepare_append(batches)).await
     }
 
     /// Appends the rows of local files (.csv with header, .json/.jsonl/.ndjson, .parquet).
     /// Every file is read and checked before anything is written.
     pub async fn append_files(&self, files: &[PathBuf], options: &CommitOptions) -> Result<CommitInfo, WriteError> {
-        let base = self.latest().await?;
-        let batches = base.read_files(files)?;
-        base.write_and_commit(&batches, options, |fragments| Operation::Append { fragments }).await
+        self.run(options, self.prepare_append_files(files)).await
     }
 
     /// Replaces every row with `batches`.
     pub async fn overwrite(&self, batches: &[RecordBatch], options: &CommitOptions) -> Result<CommitInfo, WriteError> {
-        let base = self.latest().await?;
-        let batches = base.conform(batches)?;
-        base.write_and_commit(&batches, options, |fragments| Operation::Overwrite { fragments }).await
+        self.run(options, self.prepare_overwrite(batches)).await
     }
 
     /// Replaces every row with the rows of local files.
     pub async fn overwrite_files(&self, files: &[PathBuf], options: &CommitOptions) -> Result<CommitInfo, WriteError> {
-        let base = self.latest().await?;
-        let batches = base.read_files(files)?;
-        base.write_and_commit(&batches, options, |fragments| Operation::Overwrite { fragments }).await
+        self.run(options, self.prepare_overwrite_files(files)).await
     }
 
     /// Makes version `version` (schema and rows) the newest state, as a new version.
     pub async fn restore(&self, version: u64, options: &CommitOptions) -> Result<CommitInfo, WriteError> {
+        self.run(options, self.prepare_restore(version)).await
+    }
+
+    /// Deletes the rows matching the SQL predicate `sql`.
+    pub async fn delete(&self, sql: &str, options: &CommitOptions) -> Result<CommitInfo, WriteError> {
+        self.run(options, self.prepare_delete(sql)).await
+    }
+
+    pub async fn prepare_append(&self, batches: &[RecordBatch]) -> Result<PreparedTransaction, WriteError> {
+        let base = self.latest().await?;
+        let batches = base.conform(batches)?;
+        base.prepare_rows(&batches, |fragments| Operation::Append { fragments }).await
+    }
+
+    pub async fn prepare_append_files(&self, files: &[PathBuf]) -> Result<PreparedTransaction, WriteError> {
+        let base = self.latest().await?;
+        let batches = base.read_files(files)?;
+        base.prepare_rows(&batches, |fragments| Operation::Append { fragments }).await
+    }
+
+    pub async fn prepare_overwrite(&self, batches: &[RecordBatch]) -> Result<PreparedTransaction, WriteError> {
+        let base = self.latest().await?;
+        let batches = base.conform(batches)?;
+        base.prepare_rows(&batches, |fragments| Operation::Overwrite { fragments }).await
+    }
+
+    pub async fn prepare_overwrite_files(&self, files: &[PathBuf]) -> Result<PreparedTransaction, WriteError> {
+        let base = self.latest().await?;
+        let batches = base.read_files(files)?;
+        base.prepare_rows(&batches, |fragments| Operation::Overwrite { fragments }).await
+    }
+
+    pub async fn prepare_restore(&self, version: u64) -> Result<PreparedTransaction, WriteError> {
         if let Err(e) = self.checkout(version).await {
             return Err(match e {
                 OpenError::VersionNotFound { version, oldest, latest } => WriteError::NoSuchVersion { version, oldest, latest },
                 other => other.into(),
             });
         }
-        self.latest().await?.commit_operation(Operation::Restore { version }, options).await
+        Ok(self.latest().await?.transaction(Operation::Restore { version }))
+    }
+
+    /// Finds the live rows matching `sql` and writes them as deletion vectors.
+    pub async fn prepare_delete(&self, sql: &str) -> Result<PreparedTransaction, WriteError> {
+        let base = self.latest().await?;
+        let predicate = predicate::compile(sql, base.schema())?;
+        let fragments = base.fragments().await?;
+        let deletions = delete::find(&base.store, &base.env, &fragments, &predicate).await?;
+        let columns = predicate.fields.iter().map(|f| f.id).collect();
+        Ok(base.transaction(Operation::Delete { predicate: sql.to_string(), columns, deletions }))
+    }
+
+    /// Commits a prepared (or staged) transaction on top of the latest version,
+    /// rebasing or re-running as the concurrency contract says. On failure its files
+    /// stay, so a staged transaction can be committed again later.
+    pub async fn commit(&self, txn: &PreparedTransaction, options: &CommitOptions) -> Result<CommitInfo, WriteError> {
+        if let Some(done) = self.already_committed(options).await? {
+            return Ok(done);
+        }
+        Ok(commit::commit(&self.store, &self.env, txn, options).await?)
+    }
+
+    /// Records a prepared transaction in the table (`_transactions/<id>.json`) without
+    /// committing it; [`Table::load_staged`] and [`Table::commit`] finish it later.
+    pub async fn stage(&self, txn: &PreparedTransaction) -> Result<Uuid, WriteError> {
+        let bytes = serde_json::to_vec(txn).expect("transactions always serialize");
+        self.store.put_new(&naming::staged_transaction_name(txn.id), Bytes::from(bytes)).await?;
+        Ok(txn.id)
+    }
+
+    pub async fn load_staged(&self, id: &str) -> Result<PreparedTransaction, WriteError> {
+        let not_found = || WriteError::StagedNotFound { id: id.to_string() };
+        let id: Uuid = id.parse().map_err(|_| not_found())?;
+        let path = self.store.path(&naming::staged_transaction_name(id));
+        let shown = self.store.location.display(&path);
+        let bytes = match self.store.location.store.get(&path).await {
+            Ok(found) => found.bytes().await,
+            Err(object_store::Error::NotFound { .. }) => return Err(not_found()),
+            Err(e) => Err(e),
+        }
+        .map_err(|source| StorageError { action: "reading", path: shown.clone(), source })?;
+        serde_json::from_slice(&bytes).map_err(|e| CorruptObject { path: shown, reason: e.to_string() }.into())
+    }
+
+    /// Prepare and commit in one call. The idempotency check comes first, so a replay
+    /// writes nothing; files of a transaction known not to have committed are removed
+    /// (never when the outcome is unknown: they may be part of a committed version).
+    async fn run(
+        &self,
+        options: &CommitOptions,
+        prepare: impl std::future::Future<Output = Result<PreparedTransaction, WriteError>>,
+    ) -> Result<CommitInfo, WriteError> {
+        if let Some(done) = self.already_committed(options).await? {
+            return Ok(done);
+        }
+        let txn = prepare.await?;
+        let result = commit::commit(&self.store, &self.env, &txn, options).await;
+        if let Err(e) = &result {
+            if !matches!(e, crate::error::CommitError::CommitStateUnknown { .. }) {
+                self.store.delete_best_effort(written_files(&txn.operation)).await;
+            }
+        }
+        Ok(result?)
+    }
+
+    fn transaction(&self, operation: Operation) -> PreparedTransaction {
+        PreparedTransaction {
+            id: self.env.new_uuid(),
+            read_version: self.version(),
+            read_schema: self.schema().clone(),
+            read_next_fragment_id: self.manifest.next_fragment_id,
+            operation,
+        }
+    }
+
+    async fn prepare_rows(
+        &self,
+        batches: &[RecordBatch],
+        operation: impl FnOnce(Vec<NewFragment>) -> Operation,
+    ) -> Result<PreparedTransaction, WriteError> {
+        let fragments = writer::write_fragments(&self.store, &self.env, self.schema(), batches).await?;
+        Ok(self.transaction(operation(fragments)))
     }
 
     fn conform(&self, batches: &[RecordBatch]) -> Result<Vec<RecordBatch>, InputError> {
         let schema = self.schema();
-        batches
-            .iter()
-            .enumerate()
-            .map(|(i, b)| ingest::conform_batch(b, schema, &format!("batch {i}")))
-            .collect()
+        batches.iter().enumerate().map(|(i, b)| ingest::conform_batch(b, schema, &format!("batch {i}"))).collect()
     }
 
     fn read_files(&self, files: &[PathBuf]) -> Result<Vec<RecordBatch>, InputError> {
@@ -69,38 +176,6 @@ impl Table {
             batches.extend(ingest::read_file(file, self.schema())?);
         }
         Ok(batches)
-    }
-
-    async fn write_and_commit(
-        &self,
-        batches: &[RecordBatch],
-        options: &CommitOptions,
-        operation: impl FnOnce(Vec<NewFragment>) -> Operation,
-    ) -> Result<CommitInfo, WriteError> {
-        if let Some(done) = self.already_committed(options).await? {
-            return Ok(done);
-        }
-        let fragments = writer::write_fragments(&self.store, &self.env, self.schema(), batches).await?;
-        let written: Vec<String> = fragments.iter().flat_map(|f| f.files.iter().map(|d| d.path.clone())).collect();
-        let result = self.commit_operation(operation(fragments), options).await;
-        if let Err(WriteError::Commit(e)) = &result {
-            // Files of a transaction known not to have committed are unreferenced; remove them
-            // now rather than leave them for cleanup. Never when the outcome is unknown.
-            if !matches!(e, crate::error::CommitError::CommitStateUnknown { .. }) {
-                self.store.delete_best_effort(written.iter().map(String::as_str)).await;
-            }
-        }
-        result
-    }
-
-    async fn commit_operation(&self, operation: Operation, options: &CommitOptions) -> Result<CommitInfo, WriteError> {
-        let txn = PreparedTransaction {
-            id: self.env.new_uuid(),
-            read_version: self.version(),
-            read_schema: self.schema().clone(),
-            operation,
-        };
-        Ok(commit::commit(&self.store, &self.env, &txn, options).await?)
     }
 
     /// With an idempotency key: the retained version that already carries it, if any.
@@ -117,5 +192,16 @@ impl Table {
             version = v.checked_sub(1);
         }
         Ok(None)
+    }
+}
+
+/// Objects a prepared transaction wrote (removed if it is known not to commit).
+fn written_files(operation: &Operation) -> Vec<&str> {
+    match operation {
+        Operation::Append { fragments } | Operation::Overwrite { fragments } => {
+            fragments.iter().flat_map(|f| f.files.iter().map(|d| d.path.as_str())).collect()
+        }
+        Operation::Delete { deletions, .. } => deletions.iter().map(|d| d.path.as_str()).collect(),
+        Operation::Create | Operation::Restore { .. } => Vec::new(),
     }
 }

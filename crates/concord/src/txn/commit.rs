@@ -8,8 +8,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use chrono::{DateTime, TimeDelta, Utc};
 
-use super::conflict::{self, Resolution};
-use super::{append, overwrite, restore, CommitInfo, CommitOptions, PreparedTransaction};
+use super::conflict::{self, RerunScope, Resolution, Winner};
+use super::{append, delete, overwrite, restore, CommitInfo, CommitOptions, PreparedTransaction};
 use crate::env::Env;
 use crate::error::{CommitError, CorruptObject, CreateError, StorageError};
 use crate::format::manifest::{Manifest, Operation, TransactionRecord, FORMAT_VERSION};
@@ -37,7 +37,12 @@ pub(crate) async fn commit(
     let started = env.clock.monotonic();
     let mut known = Some(txn.read_version);
     let mut judged_up_to = txn.read_version;
+    let mut next_id_before_winner = txn.read_next_fragment_id;
     let mut rebased_over: Vec<u64> = Vec::new();
+    // The operation as it will be recorded: re-runs add to it.
+    let mut operation = txn.operation.clone();
+    let mut pending_rerun: Option<RerunScope> = None;
+    let mut rerun_done = false;
     let mut attempts = 0u32;
     let mut failures = 0u32;
     loop {
@@ -45,6 +50,7 @@ pub(crate) async fn commit(
         let attempt_started = env.clock.monotonic();
         let latest = coordinator.latest_version(known).await?.unwrap_or(txn.read_version);
         let base = read_existing(store, latest).await?;
+        let isolation = opts.isolation.unwrap_or_else(|| base.isolation());
         for v in judged_up_to + 1..=latest {
             let winner = if v == latest { base.clone() } else { read_existing(store, v).await? };
             if winner.transaction.id == txn.id {
@@ -57,8 +63,11 @@ pub(crate) async fn commit(
                     return Ok(CommitInfo { idempotent_replay: true, ..commit_info(&winner) });
                 }
             }
-            match conflict::resolve(&txn.operation, &txn.read_schema, &winner) {
-                Resolution::Rebase => rebased_over.push(v),
+            let added = next_id_before_winner..winner.next_fragment_id.max(next_id_before_winner);
+            next_id_before_winner = winner.next_fragment_id.max(next_id_before_winner);
+            match conflict::resolve(&txn.operation, &txn.read_schema, isolation, Winner { manifest: &winner, added }) {
+                Resolution::Rebase => {}
+                Resolution::Rerun(scope) => pending_rerun = Some(widen(pending_rerun.take(), scope)),
                 Resolution::Incompatible { reason } => {
                     return Err(CommitError::Incompatible {
                         winner_version: v,
@@ -67,6 +76,7 @@ pub(crate) async fn commit(
                     });
                 }
             }
+            rebased_over.push(v);
         }
         judged_up_to = latest;
         if let Some(expected) = opts.expect_version {
@@ -74,17 +84,18 @@ pub(crate) async fn commit(
                 return Err(CommitError::VersionMoved { expected, latest });
             }
         }
+        if let Some(scope) = pending_rerun.take() {
+            rerun_into(store, env, &base, &mut operation, &scope).await?;
+            rerun_done = true;
+        }
         let version = latest + 1;
-        let manifest = next_manifest(store, env, &base, txn, opts, attempts, &rebased_over).await?;
+        let record = Record { operation: &operation, attempts, rebased_over: &rebased_over, rerun: rerun_done };
+        let manifest = next_manifest(store, env, &base, txn, opts, record).await?;
         let bytes = Bytes::from(serde_json::to_vec(&manifest).expect("manifests always serialize"));
         let unclear = match create_and_settle(store, env, version, bytes, txn, opts, started).await? {
             Attempt::Won => {
                 coordinator.after_commit(version).await;
-                let rows_deleted = match txn.operation {
-                    Operation::Overwrite { .. } => base.live_rows(),
-                    _ => 0,
-                };
-                return Ok(CommitInfo { rows_deleted, ..commit_info(&manifest) });
+                return Ok(commit_info(&manifest));
             }
             Attempt::Lost => {
                 failures += 1;
@@ -165,19 +176,27 @@ async fn read_existing(store: &TableStore, version: u64) -> Result<Manifest, Com
     })
 }
 
+/// What the new version records about its transaction, besides the prepared parts.
+struct Record<'a> {
+    operation: &'a Operation,
+    attempts: u32,
+    rebased_over: &'a [u64],
+    rerun: bool,
+}
+
 async fn next_manifest(
     store: &TableStore,
     env: &Env,
     base: &Manifest,
     txn: &PreparedTransaction,
     opts: &CommitOptions,
-    attempts: u32,
-    rebased_over: &[u64],
+    record: Record<'_>,
 ) -> Result<Manifest, CommitError> {
-    let next = match &txn.operation {
-        Operation::Append { fragments } => append::apply(store, env, base, fragments).await?,
-        Operation::Overwrite { fragments } => overwrite::apply(store, env, base, fragments).await?,
-        Operation::Restore { version } => restore::apply(store, base, *version).await?,
+    let (next, rows_deleted) = match record.operation {
+        Operation::Append { fragments } => (append::apply(store, env, base, fragments).await?, 0),
+        Operation::Overwrite { fragments } => (overwrite::apply(store, env, base, fragments).await?, base.live_rows()),
+        Operation::Restore { version } => (restore::apply(store, base, *version).await?, 0),
+        Operation::Delete { deletions, .. } => delete::apply(store, env, base, deletions).await?,
         Operation::Create => unreachable!("create commits version 0 through create_table"),
     };
     Ok(Manifest {
@@ -188,10 +207,11 @@ async fn next_manifest(
         transaction: TransactionRecord {
             id: txn.id,
             read_version: Some(txn.read_version),
-            operation: txn.operation.clone(),
-            attempts,
-            rebased_over: rebased_over.to_vec(),
-            rerun: false,
+            operation: record.operation.clone(),
+            attempts: record.attempts,
+            rebased_over: record.rebased_over.to_vec(),
+            rerun: record.rerun,
+            rows_deleted,
             idempotency_key: opts.idempotency_key.clone(),
         },
         schema: next.schema,
@@ -199,6 +219,36 @@ async fn next_manifest(
         next_fragment_id: next.next_fragment_id,
         properties: base.properties.clone(),
     })
+}
+
+/// The union of two re-run scopes.
+fn widen(current: Option<RerunScope>, more: RerunScope) -> RerunScope {
+    match (current, more) {
+        (Some(RerunScope::Everything), _) | (_, RerunScope::Everything) => RerunScope::Everything,
+        (Some(RerunScope::Fragments(mut a)), RerunScope::Fragments(b)) => {
+            a.extend(b);
+            RerunScope::Fragments(a)
+        }
+        (None, scope) => scope,
+    }
+}
+
+/// Re-executes the part of `operation` that `scope` covers against `base`.
+async fn rerun_into(
+    store: &TableStore,
+    env: &Env,
+    base: &Manifest,
+    operation: &mut Operation,
+    scope: &RerunScope,
+) -> Result<(), CommitError> {
+    if let Operation::Delete { predicate, deletions, .. } = operation {
+        let found = delete::rerun(store, env, base, predicate, scope).await?;
+        match scope {
+            RerunScope::Everything => *deletions = found,
+            RerunScope::Fragments(_) => deletions.extend(found),
+        }
+    }
+    Ok(())
 }
 
 /// Version timestamps strictly increase along the chain, so time travel can bisect
@@ -243,7 +293,7 @@ pub(crate) fn commit_info(manifest: &Manifest) -> CommitInfo {
         rebased_over: record.rebased_over.clone(),
         rerun: record.rerun,
         rows_written: record.operation.rows_written(),
-        rows_deleted: 0,
+        rows_deleted: record.rows_deleted,
         idempotent_replay: false,
     }
 }

@@ -1,27 +1,70 @@
 //! Deciding, for our transaction and one winner committed since our read version,
 //! whether we may rebase or must fail. Pure: no I/O. One named rule per case.
 
-use crate::format::manifest::{Manifest, Operation};
+use std::ops::Range;
+
+use crate::format::manifest::{IsolationLevel, Manifest, Operation};
 use crate::format::schema::Schema;
+
+pub use super::delete::RerunScope;
 
 /// What to do about one winning transaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Resolution {
     /// Our transaction means the same on top of the winner: take the next version.
     Rebase,
+    /// Our transaction depends on data the winner changed: re-execute it on this part
+    /// of the new state, then rebase.
+    Rerun(RerunScope),
     /// No serial order ending with our transaction exists.
     Incompatible { reason: String },
 }
 
+/// A transaction committed after our read version.
+#[derive(Debug, Clone)]
+pub struct Winner<'a> {
+    pub manifest: &'a Manifest,
+    /// Ids of the fragments it added (ids are assigned in commit order).
+    pub added: Range<u64>,
+}
+
 /// The resolution of `ours` (prepared against `our_schema`) over `winner`.
-pub fn resolve(ours: &Operation, our_schema: &Schema, winner: &Manifest) -> Resolution {
+pub fn resolve(ours: &Operation, our_schema: &Schema, isolation: IsolationLevel, winner: Winner<'_>) -> Resolution {
     match ours {
         Operation::Create => rule_create_never_races(),
         Operation::Append { fragments } | Operation::Overwrite { fragments } => {
             let written = fragments.iter().flat_map(|f| f.files.iter()).flat_map(|f| f.fields.iter().copied());
-            rule_written_columns_still_fit(written.collect(), our_schema, &winner.schema)
+            rule_written_columns_still_fit(written.collect(), our_schema, &winner.manifest.schema)
         }
         Operation::Restore { .. } => rule_restore_rebases(),
+        Operation::Delete { columns, .. } => match rule_read_columns_still_exist(columns, our_schema, &winner.manifest.schema) {
+            Some(incompatible) => incompatible,
+            None => rule_delete_over(&winner.manifest.transaction.operation, isolation, winner.added),
+        },
+    }
+}
+
+/// A predicate that reads a column the winner removed cannot be evaluated any more.
+fn rule_read_columns_still_exist(read: &[u32], ours: &Schema, theirs: &Schema) -> Option<Resolution> {
+    let gone = read.iter().find(|id| theirs.field_by_id(**id).is_none())?;
+    let name = ours.field_by_id(*gone).map_or_else(|| format!("#{gone}"), |f| f.name.clone());
+    Some(Resolution::Incompatible { reason: format!("it removed column '{name}', which this operation's predicate reads") })
+}
+
+/// Delete over a winner (contract matrix, row "delete"):
+/// - append: serializable re-evaluates the predicate on the appended fragments;
+///   snapshot leaves rows it never saw;
+/// - delete: deletion vectors merge when applied;
+/// - overwrite / restore: serializable re-runs on the new table; under snapshot the
+///   rows it saw are gone, nothing to do.
+fn rule_delete_over(winner: &Operation, isolation: IsolationLevel, added: Range<u64>) -> Resolution {
+    let serializable = isolation == IsolationLevel::Serializable;
+    match winner {
+        Operation::Append { .. } if serializable && !added.is_empty() => Resolution::Rerun(RerunScope::Fragments(vec![added])),
+        Operation::Overwrite { .. } | Operation::Restore { .. } if serializable => Resolution::Rerun(RerunScope::Everything),
+        Operation::Create | Operation::Append { .. } | Operation::Overwrite { .. } | Operation::Restore { .. } | Operation::Delete { .. } => {
+            Resolution::Rebase
+        }
     }
 }
 
@@ -71,6 +114,56 @@ mod tests {
 
     fn schema(def: &str) -> Schema {
         Schema::parse(def).unwrap()
+    }
+
+    fn manifest_of(operation: Operation) -> Manifest {
+        Manifest {
+            format_version: 1,
+            version: 5,
+            parent_version: Some(4),
+            timestamp: chrono::Utc::now(),
+            transaction: crate::format::manifest::TransactionRecord {
+                id: uuid::Uuid::nil(),
+                read_version: Some(4),
+                operation,
+                attempts: 1,
+                rebased_over: vec![],
+                rerun: false,
+                rows_deleted: 0,
+                idempotency_key: None,
+            },
+            schema: schema("id bigint not null, name varchar"),
+            segments: vec![],
+            next_fragment_id: 12,
+            properties: Default::default(),
+        }
+    }
+
+    /// Row "delete" of the contract's matrix, both isolation levels.
+    #[test]
+    fn delete_rule_table() {
+        use IsolationLevel::{Serializable as S, Snapshot as N};
+        let delete = Operation::Delete { predicate: "id = 1".into(), columns: vec![0], deletions: vec![] };
+        let append = Operation::Append { fragments: vec![] };
+        let cases: Vec<(&str, Operation, IsolationLevel, Resolution)> = vec![
+            ("append, serializable", append.clone(), S, Resolution::Rerun(RerunScope::Fragments(Vec::from([10..12])))),
+            ("append, snapshot", append, N, Resolution::Rebase),
+            ("delete", delete.clone(), S, Resolution::Rebase),
+            ("overwrite, serializable", Operation::Overwrite { fragments: vec![] }, S, Resolution::Rerun(RerunScope::Everything)),
+            ("overwrite, snapshot", Operation::Overwrite { fragments: vec![] }, N, Resolution::Rebase),
+            ("restore, serializable", Operation::Restore { version: 1 }, S, Resolution::Rerun(RerunScope::Everything)),
+        ];
+        let ours_schema = schema("id bigint not null, name varchar");
+        for (name, winner_op, isolation, expected) in cases {
+            let winner = manifest_of(winner_op);
+            let got = resolve(&delete, &ours_schema, isolation, Winner { manifest: &winner, added: 10..12 });
+            assert_eq!(got, expected, "{name}");
+        }
+        let mut dropped = manifest_of(Operation::Restore { version: 1 });
+        dropped.schema = schema("name varchar");
+        dropped.schema.fields[0].id = 1;
+        let got = resolve(&delete, &ours_schema, S, Winner { manifest: &dropped, added: 0..0 });
+        assert!(matches!(got, Resolution::Incompatible { reason } if reason.contains("'id'")));
     }
 
     #[test]

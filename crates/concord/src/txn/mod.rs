@@ -8,6 +8,7 @@ mod append;
 mod apply;
 pub(crate) mod commit;
 pub mod conflict;
+pub(crate) mod delete;
 mod overwrite;
 mod restore;
 pub mod retry;
@@ -18,14 +19,18 @@ use crate::format::manifest::{IsolationLevel, Operation};
 use crate::format::schema::Schema;
 pub use retry::RetryPolicy;
 
-/// A transaction whose files are written and which awaits commit.
-#[derive(Debug, Clone)]
+/// A transaction whose files are written and which awaits commit. Serialized as a
+/// staged transaction (`_transactions/<id>.json`) by two-phase writes.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PreparedTransaction {
     pub id: Uuid,
     /// The version the transaction was prepared against.
     pub read_version: u64,
     /// The schema of the read version (what the written data files follow).
     pub read_schema: Schema,
+    /// `next_fragment_id` of the read version: fragments with ids from here on were
+    /// added by winners.
+    pub read_next_fragment_id: u64,
     pub operation: Operation,
 }
 
