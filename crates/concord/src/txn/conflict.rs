@@ -146,7 +146,7 @@ mod tests {
         let delete = Operation::Delete { predicate: "id = 1".into(), columns: vec![0], deletions: vec![] };
         let append = Operation::Append { fragments: vec![] };
         let cases: Vec<(&str, Operation, IsolationLevel, Resolution)> = vec![
-            ("append, serializable", append.clone(), S, Resolution::Rerun(RerunScope::Fragments(Vec::from([10..12])))),
+            ("append, serializable", append.clone(), S, Resolution::Rerun(RerunScope::Fragments(std::iter::once(10..12).collect()))),
             ("append, snapshot", append, N, Resolution::Rebase),
             ("delete", delete.clone(), S, Resolution::Rebase),
             ("overwrite, serializable", Operation::Overwrite { fragments: vec![] }, S, Resolution::Rerun(RerunScope::Everything)),
