@@ -2,6 +2,7 @@
 //! its portable serialization, stored in `_deletions/<uuid>.bin` (created once).
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use object_store::ObjectStoreExt;
@@ -14,28 +15,35 @@ use crate::format::manifest::DeletionRef;
 use crate::format::naming;
 use crate::storage::TableStore;
 
-pub(crate) async fn read(store: &TableStore, relative: &str) -> Result<RoaringBitmap, OpenError> {
+pub(crate) async fn read(store: &TableStore, relative: &str) -> Result<Arc<RoaringBitmap>, OpenError> {
+    if let Some(hit) = store.cached_deletion(relative) {
+        return Ok(hit);
+    }
     let path = store.path(relative);
     let shown = store.location.display(&path);
     let read = async { store.location.store.get(&path).await?.bytes().await };
     let bytes = read.await.map_err(|source| StorageError { action: "reading", path: shown.clone(), source })?;
-    RoaringBitmap::deserialize_from(&bytes[..]).map_err(|e| CorruptObject { path: shown, reason: e.to_string() }.into())
+    let rows = RoaringBitmap::deserialize_from(&bytes[..]).map_err(|e| CorruptObject { path: shown, reason: e.to_string() })?;
+    let rows = Arc::new(rows);
+    store.cache_deletion(relative, rows.clone());
+    Ok(rows)
 }
 
 /// Writes `rows` under a fresh name; returns the relative name.
-pub(crate) async fn write(store: &TableStore, env: &Env, rows: &RoaringBitmap) -> Result<String, StorageError> {
+pub(crate) async fn write(store: &TableStore, env: &Env, rows: RoaringBitmap) -> Result<String, StorageError> {
     let mut bytes = Vec::with_capacity(rows.serialized_size());
     rows.serialize_into(&mut bytes).expect("writing to a Vec cannot fail");
     let name = naming::deletion_file_name(env.new_uuid());
     store.put_new(&name, Bytes::from(bytes)).await?;
+    store.cache_deletion(&name, Arc::new(rows));
     Ok(name)
 }
 
 /// The deletion vector of a fragment (empty if it has none).
-pub(crate) async fn of_fragment(store: &TableStore, deletion: Option<&DeletionRef>) -> Result<RoaringBitmap, OpenError> {
+pub(crate) async fn of_fragment(store: &TableStore, deletion: Option<&DeletionRef>) -> Result<Arc<RoaringBitmap>, OpenError> {
     match deletion {
         Some(d) => read(store, &d.path).await,
-        None => Ok(RoaringBitmap::new()),
+        None => Ok(Arc::new(RoaringBitmap::new())),
     }
 }
 

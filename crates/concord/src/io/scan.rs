@@ -211,7 +211,7 @@ pub(crate) async fn fragment_matches(store: &TableStore, fragment: &Fragment, pr
             position += hits.len() as u64;
         }
     }
-    matches -= deletion::of_fragment(store, fragment.deletion.as_ref()).await?;
+    matches -= deletion::of_fragment(store, fragment.deletion.as_ref()).await?.as_ref();
     Ok(matches)
 }
 

@@ -21,11 +21,25 @@ const SEGMENT_CACHE_ENTRIES: usize = 4096;
 pub(crate) struct TableStore {
     pub location: TableLocation,
     segment_cache: Mutex<HashMap<String, Arc<Segment>>>,
+    /// Deletion vectors, immutable like segments.
+    deletion_cache: Mutex<HashMap<String, Arc<roaring::RoaringBitmap>>>,
 }
 
 impl TableStore {
     pub fn new(location: TableLocation) -> Self {
-        TableStore { location, segment_cache: Mutex::new(HashMap::new()) }
+        TableStore { location, segment_cache: Mutex::new(HashMap::new()), deletion_cache: Mutex::new(HashMap::new()) }
+    }
+
+    pub fn cached_deletion(&self, relative: &str) -> Option<Arc<roaring::RoaringBitmap>> {
+        self.deletion_cache.lock().unwrap_or_else(|e| e.into_inner()).get(relative).cloned()
+    }
+
+    pub fn cache_deletion(&self, relative: &str, rows: Arc<roaring::RoaringBitmap>) {
+        let mut cache = self.deletion_cache.lock().unwrap_or_else(|e| e.into_inner());
+        if cache.len() >= SEGMENT_CACHE_ENTRIES {
+            cache.clear();
+        }
+        cache.insert(relative.to_string(), rows);
     }
 
     pub fn path(&self, relative: &str) -> Path {

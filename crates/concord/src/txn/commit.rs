@@ -42,12 +42,12 @@ pub(crate) async fn commit(
     // The operation as it will be recorded: re-runs add to it.
     let mut operation = txn.operation.clone();
     let mut pending_rerun: Option<RerunScope> = None;
+    let mut scratch = Scratch::default();
     let mut rerun_done = false;
     let mut attempts = 0u32;
     let mut failures = 0u32;
     loop {
         attempts += 1;
-        let attempt_started = env.clock.monotonic();
         let latest = coordinator.latest_version(known).await?.unwrap_or(txn.read_version);
         let base = read_existing(store, latest).await?;
         let isolation = opts.isolation.unwrap_or_else(|| base.isolation());
@@ -85,13 +85,17 @@ pub(crate) async fn commit(
             }
         }
         if let Some(scope) = pending_rerun.take() {
-            rerun_into(store, env, &base, &mut operation, &scope).await?;
+            rerun_into(store, env, &base, &mut operation, &scope, &mut scratch).await?;
             rerun_done = true;
         }
         let version = latest + 1;
         let record = Record { operation: &operation, attempts, rebased_over: &rebased_over, rerun: rerun_done };
-        let manifest = next_manifest(store, env, &base, txn, opts, record).await?;
+        let manifest = next_manifest(store, env, &base, txn, opts, record, &mut scratch).await?;
         let bytes = Bytes::from(serde_json::to_vec(&manifest).expect("manifests always serialize"));
+        // Backoff spreads contending writers around the contended write, so it scales
+        // with that write's round trip, not with work done before it (a re-run): a
+        // longer pause there would only let more winners land.
+        let attempt_started = env.clock.monotonic();
         let unclear = match create_and_settle(store, env, version, bytes, txn, opts, started).await? {
             Attempt::Won => {
                 coordinator.after_commit(version).await;
@@ -176,6 +180,15 @@ async fn read_existing(store: &TableStore, version: u64) -> Result<Manifest, Com
     })
 }
 
+/// Work kept between attempts of one commit so that an attempt redoes only what the
+/// new winners changed.
+#[derive(Default)]
+struct Scratch {
+    /// A delete's predicate, compiled for this schema.
+    compiled: Option<(crate::format::schema::Schema, crate::io::predicate::Predicate)>,
+    delete_memo: delete::ApplyMemo,
+}
+
 /// What the new version records about its transaction, besides the prepared parts.
 struct Record<'a> {
     operation: &'a Operation,
@@ -191,12 +204,13 @@ async fn next_manifest(
     txn: &PreparedTransaction,
     opts: &CommitOptions,
     record: Record<'_>,
+    scratch: &mut Scratch,
 ) -> Result<Manifest, CommitError> {
     let (next, rows_deleted) = match record.operation {
         Operation::Append { fragments } => (append::apply(store, env, base, fragments).await?, 0),
         Operation::Overwrite { fragments } => (overwrite::apply(store, env, base, fragments).await?, base.live_rows()),
         Operation::Restore { version } => (restore::apply(store, base, *version).await?, 0),
-        Operation::Delete { deletions, .. } => delete::apply(store, env, base, deletions).await?,
+        Operation::Delete { deletions, .. } => delete::apply(store, env, base, deletions, &mut scratch.delete_memo).await?,
         Operation::Create => unreachable!("create commits version 0 through create_table"),
     };
     Ok(Manifest {
@@ -240,11 +254,16 @@ async fn rerun_into(
     base: &Manifest,
     operation: &mut Operation,
     scope: &RerunScope,
+    scratch: &mut Scratch,
 ) -> Result<(), CommitError> {
     if let Operation::Delete { predicate, deletions, .. } = operation {
+        let predicate = delete::compile_for(store, base, predicate, &mut scratch.compiled)?;
         let found = delete::rerun(store, env, base, predicate, scope).await?;
         match scope {
-            RerunScope::Everything => *deletions = found,
+            RerunScope::Everything => {
+                *deletions = found;
+                scratch.delete_memo.clear();
+            }
             RerunScope::Fragments(_) => deletions.extend(found),
         }
     }

@@ -12,7 +12,7 @@ use std::ops::Range;
 use super::apply::NextState;
 use crate::env::Env;
 use crate::error::{CommitError, CorruptObject, ScanError};
-use crate::format::manifest::{DeletionRef, Fragment, FragmentDeletion, Manifest, Segment};
+use crate::format::manifest::{DeletionRef, Fragment, FragmentDeletion, Manifest, Segment, SegmentRef};
 use crate::io::predicate::{self, Predicate};
 use crate::io::{deletion, scan};
 use crate::storage::TableStore;
@@ -37,26 +37,41 @@ pub(crate) async fn find(
     for fragment in fragments {
         let rows = scan::fragment_matches(store, fragment, predicate).await?;
         if !rows.is_empty() {
-            let path = deletion::write(store, env, &rows).await?;
-            found.push(FragmentDeletion { fragment_id: fragment.id, path, rows: rows.len() });
+            let count = rows.len();
+            let path = deletion::write(store, env, rows).await?;
+            found.push(FragmentDeletion { fragment_id: fragment.id, path, rows: count });
         }
     }
     Ok(found)
 }
 
-/// Re-evaluates `sql` on the base fragments in `scope`; returns the deletions to add
-/// (`Fragments`) or the complete new set (`Everything`).
+/// `sql` compiled for `base`'s schema, reusing `cached` when the schema is the same
+/// (compiling costs far more than re-running on a few new fragments).
+pub(crate) fn compile_for<'a>(
+    store: &TableStore,
+    base: &Manifest,
+    sql: &str,
+    cached: &'a mut Option<(crate::format::schema::Schema, Predicate)>,
+) -> Result<&'a Predicate, CommitError> {
+    if cached.as_ref().is_none_or(|(schema, _)| *schema != base.schema) {
+        let predicate = predicate::compile(sql, &base.schema).map_err(|e| CorruptObject {
+            path: store.location.coordinator.describe_version(base.version),
+            reason: format!("the delete's predicate no longer applies: {e}"),
+        })?;
+        *cached = Some((base.schema.clone(), predicate));
+    }
+    Ok(&cached.as_ref().expect("just set").1)
+}
+
+/// Re-evaluates `predicate` on the base fragments in `scope`; returns the deletions to
+/// add (`Fragments`) or the complete new set (`Everything`).
 pub(crate) async fn rerun(
     store: &TableStore,
     env: &Env,
     base: &Manifest,
-    sql: &str,
+    predicate: &Predicate,
     scope: &RerunScope,
 ) -> Result<Vec<FragmentDeletion>, CommitError> {
-    let predicate = predicate::compile(sql, &base.schema).map_err(|e| CorruptObject {
-        path: store.location.coordinator.describe_version(base.version),
-        reason: format!("the delete's predicate no longer applies: {e}"),
-    })?;
     let mut fragments = Vec::new();
     for segment in &base.segments {
         let wanted = match scope {
@@ -73,8 +88,18 @@ pub(crate) async fn rerun(
             }).cloned());
         }
     }
-    find(store, env, &fragments, &predicate).await.map_err(scan_to_commit)
+    find(store, env, &fragments, predicate).await.map_err(scan_to_commit)
 }
+
+/// Segments already rewritten by an earlier attempt of the same delete: base segment
+/// path -> (its rewrite, or `None` if every fragment left; rows newly deleted in it).
+///
+/// Valid across attempts because segments are immutable and a fragment's deltas are
+/// all known in the attempt that first sees its segment (re-runs happen before apply);
+/// cleared when a re-run replaces the deletions (scope `Everything`). It makes an
+/// attempt cost O(segments new since the last attempt), so a delete keeps up with a
+/// stream of appends instead of redoing all its work each time.
+pub(crate) type ApplyMemo = std::collections::HashMap<String, (Option<SegmentRef>, u64)>;
 
 /// The base with `deletions` applied, and how many rows that newly deleted.
 pub(crate) async fn apply(
@@ -82,6 +107,7 @@ pub(crate) async fn apply(
     env: &Env,
     base: &Manifest,
     deletions: &[FragmentDeletion],
+    memo: &mut ApplyMemo,
 ) -> Result<(NextState, u64), CommitError> {
     let mut by_fragment: BTreeMap<u64, Vec<&FragmentDeletion>> = BTreeMap::new();
     for d in deletions {
@@ -90,10 +116,16 @@ pub(crate) async fn apply(
     let mut segments = Vec::with_capacity(base.segments.len());
     let mut newly_deleted = 0u64;
     for reference in &base.segments {
+        if let Some((rewritten, deleted)) = memo.get(&reference.path) {
+            segments.extend(rewritten.iter().cloned());
+            newly_deleted += deleted;
+            continue;
+        }
         if by_fragment.range(reference.min_fragment_id..=reference.max_fragment_id).next().is_none() {
             segments.push(reference.clone());
             continue;
         }
+        let deleted_before = newly_deleted;
         let segment = store.read_segment(reference).await?;
         let mut fragments = Vec::with_capacity(segment.fragments.len());
         let mut changed = false;
@@ -103,9 +135,9 @@ pub(crate) async fn apply(
                 continue;
             };
             let before = deletion::of_fragment(store, fragment.deletion.as_ref()).await?;
-            let mut merged = before.clone();
+            let mut merged = before.as_ref().clone();
             for delta in deltas {
-                merged |= deletion::read(store, &delta.path).await?;
+                merged |= deletion::read(store, &delta.path).await?.as_ref();
             }
             let added = merged.len() - before.len();
             if added == 0 {
@@ -117,17 +149,20 @@ pub(crate) async fn apply(
             if merged.len() >= fragment.physical_rows {
                 continue; // every row deleted: the fragment leaves the version
             }
+            let deleted_rows = merged.len();
             let path = match (fragment.deletion.is_none(), deltas.as_slice()) {
                 (true, [only]) => only.path.clone(),
-                _ => deletion::write(store, env, &merged).await?,
+                _ => deletion::write(store, env, merged).await?,
             };
-            fragments.push(Fragment { deletion: Some(DeletionRef { path, deleted_rows: merged.len() }), ..fragment.clone() });
+            fragments.push(Fragment { deletion: Some(DeletionRef { path, deleted_rows }), ..fragment.clone() });
         }
-        match (changed, fragments.is_empty()) {
-            (false, _) => segments.push(reference.clone()),
-            (true, true) => {}
-            (true, false) => segments.push(store.write_segment(env, reference.level, Segment { fragments }).await?),
-        }
+        let rewritten = match (changed, fragments.is_empty()) {
+            (false, _) => Some(reference.clone()),
+            (true, true) => None,
+            (true, false) => Some(store.write_segment(env, reference.level, Segment { fragments }).await?),
+        };
+        memo.insert(reference.path.clone(), (rewritten.clone(), newly_deleted - deleted_before));
+        segments.extend(rewritten);
     }
     let next = NextState { schema: base.schema.clone(), segments, next_fragment_id: base.next_fragment_id };
     Ok((next, newly_deleted))
