@@ -52,7 +52,7 @@ pub(crate) fn compile_for<'a>(
     base: &Manifest,
     sql: &str,
     cached: &'a mut Option<(crate::format::schema::Schema, Predicate)>,
-) -> Result<&'a Predicate, CommitError> {
+) -> Result<&'a Predicate, CorruptObject> {
     if cached.as_ref().is_none_or(|(schema, _)| *schema != base.schema) {
         let predicate = predicate::compile(sql, &base.schema).map_err(|e| CorruptObject {
             path: store.location.coordinator.describe_version(base.version),
