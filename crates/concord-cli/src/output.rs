@@ -93,10 +93,10 @@ pub fn print_commit(info: &CommitInfo, as_json: bool) -> Result<(), Failure> {
     } else {
         let mut line = format!("committed version {} ({}", info.version, info.operation);
         if info.rows_written > 0 {
-            line.push_str(&format!(", {} rows written", info.rows_written));
+            line.push_str(&format!(", {} written", rows(info.rows_written)));
         }
         if info.rows_deleted > 0 {
-            line.push_str(&format!(", {} rows deleted", info.rows_deleted));
+            line.push_str(&format!(", {} deleted", rows(info.rows_deleted)));
         }
         if info.rerun {
             line.push_str(", re-ran on concurrent changes");
@@ -110,17 +110,27 @@ pub fn print_commit(info: &CommitInfo, as_json: bool) -> Result<(), Failure> {
     Ok(())
 }
 
+fn rows(n: u64) -> String {
+    format!("{n} row{}", if n == 1 { "" } else { "s" })
+}
+
 pub fn print_history(history: &[VersionInfo], format: ListFormat) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
     match format {
         ListFormat::Json => writeln!(out, "{}", serde_json::to_string(history).expect("history serializes"))?,
         ListFormat::Table => {
-            writeln!(out, "{:>8}  {:<27}  {:<10}  {:>6}  {:>8}  {:>10}  {:>10}  rebased_over", "version", "timestamp", "operation", "read", "attempts", "written", "rows")?;
+            writeln!(out, "{:>8}  {:<27}  {:<10}  {:>6}  {:>8}  {:>10}  {:>10}  {:>10}  rebased_over", "version", "timestamp", "operation", "read", "attempts", "written", "deleted", "rows")?;
             for v in history {
                 let read = v.read_version.map_or("-".to_string(), |r| r.to_string());
-                let rebased = if v.rebased_over.is_empty() { "-".to_string() } else { format!("{:?}", v.rebased_over) };
+                let rebased = match v.rebased_over.as_slice() {
+                    [] => "-".to_string(),
+                    [one] => format!("[{one}]"),
+                    many if many.len() <= 6 => format!("{many:?}"),
+                    many => format!("{} versions, {}..={}", many.len(), many[0], many[many.len() - 1]),
+                };
+                let rebased = if v.rerun { format!("{rebased} (re-ran)") } else { rebased };
                 let ts = v.timestamp.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
-                writeln!(out, "{:>8}  {:<27}  {:<10}  {:>6}  {:>8}  {:>10}  {:>10}  {}", v.version, ts, v.operation, read, v.attempts, v.rows_written, v.rows, rebased)?;
+                writeln!(out, "{:>8}  {:<27}  {:<10}  {:>6}  {:>8}  {:>10}  {:>10}  {:>10}  {}", v.version, ts, v.operation, read, v.attempts, v.rows_written, v.rows_deleted, v.rows, rebased)?;
             }
         }
     }

@@ -66,6 +66,7 @@ pub struct VersionInfo {
     pub rerun: bool,
     pub idempotency_key: Option<String>,
     pub rows_written: u64,
+    pub rows_deleted: u64,
     /// Live rows in the table at this version.
     pub rows: u64,
 }
@@ -84,6 +85,7 @@ impl VersionInfo {
             rerun: t.rerun,
             idempotency_key: t.idempotency_key.clone(),
             rows_written: t.operation.rows_written(),
+            rows_deleted: t.rows_deleted,
             rows: manifest.live_rows(),
         }
     }
