@@ -54,8 +54,9 @@ pub(crate) async fn commit(
         for v in judged_up_to + 1..=latest {
             let winner = if v == latest { base.clone() } else { read_existing(store, v).await? };
             if winner.transaction.id == txn.id {
-                // An earlier attempt whose response was lost did land.
-                coordinator.after_commit(v).await;
+                // An earlier attempt whose response was lost did land (or a staged
+                // transaction is committed twice). The hint names the newest version seen.
+                coordinator.after_commit(latest).await;
                 return Ok(commit_info(&winner));
             }
             if let Some(key) = &opts.idempotency_key {

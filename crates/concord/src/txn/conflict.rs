@@ -44,11 +44,24 @@ pub fn resolve(ours: &Operation, our_schema: &Schema, isolation: IsolationLevel,
     }
 }
 
-/// A predicate that reads a column the winner removed cannot be evaluated any more.
+/// A predicate (SQL, by column name) can be re-evaluated only if every column it reads
+/// still exists in the winner's schema under the same name and type.
 fn rule_read_columns_still_exist(read: &[u32], ours: &Schema, theirs: &Schema) -> Option<Resolution> {
-    let gone = read.iter().find(|id| theirs.field_by_id(**id).is_none())?;
-    let name = ours.field_by_id(*gone).map_or_else(|| format!("#{gone}"), |f| f.name.clone());
-    Some(Resolution::Incompatible { reason: format!("it removed column '{name}', which this operation's predicate reads") })
+    read.iter().find_map(|id| {
+        let name = ours.field_by_id(*id).map_or_else(|| format!("#{id}"), |f| f.name.clone());
+        let mine = ours.field_by_id(*id);
+        let reason = match (mine, theirs.field_by_id(*id)) {
+            (_, None) => format!("it removed column '{name}', which this operation's predicate reads"),
+            (Some(m), Some(t)) if m.name != t.name => {
+                format!("it renamed column '{}' to '{}', which this operation's predicate reads", m.name, t.name)
+            }
+            (Some(m), Some(t)) if m.column_type != t.column_type => {
+                format!("it changed column '{}' from {} to {}, which this operation's predicate reads", m.name, m.column_type, t.column_type)
+            }
+            _ => return None,
+        };
+        Some(Resolution::Incompatible { reason })
+    })
 }
 
 /// Delete over a winner (contract matrix, row "delete"):
@@ -163,7 +176,11 @@ mod tests {
         dropped.schema = schema("name varchar");
         dropped.schema.fields[0].id = 1;
         let got = resolve(&delete, &ours_schema, S, Winner { manifest: &dropped, added: 0..0 });
-        assert!(matches!(got, Resolution::Incompatible { reason } if reason.contains("'id'")));
+        assert!(matches!(got, Resolution::Incompatible { reason } if reason.contains("removed column 'id'")));
+        let mut renamed = manifest_of(Operation::Restore { version: 1 });
+        renamed.schema.fields[0].name = "key".into();
+        let got = resolve(&delete, &ours_schema, S, Winner { manifest: &renamed, added: 0..0 });
+        assert!(matches!(got, Resolution::Incompatible { reason } if reason.contains("renamed column 'id' to 'key'")));
     }
 
     #[test]
