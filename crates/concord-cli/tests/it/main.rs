@@ -9,3 +9,4 @@ mod concurrency;
 mod conformance;
 mod delete;
 mod format;
+mod histories;

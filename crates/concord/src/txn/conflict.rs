@@ -32,6 +32,7 @@ pub struct Winner<'a> {
 pub fn resolve(ours: &Operation, our_schema: &Schema, isolation: IsolationLevel, winner: Winner<'_>) -> Resolution {
     match ours {
         Operation::Create => rule_create_never_races(),
+        Operation::Append { fragments } | Operation::Overwrite { fragments } if fragments.is_empty() => rule_no_rows_always_fit(),
         Operation::Append { fragments } | Operation::Overwrite { fragments } => {
             let written = fragments.iter().flat_map(|f| f.files.iter()).flat_map(|f| f.fields.iter().copied());
             rule_written_columns_still_fit(written.collect(), our_schema, &winner.manifest.schema)
@@ -83,6 +84,11 @@ fn rule_delete_over(winner: &Operation, isolation: IsolationLevel, added: Range<
 
 /// Create commits version 0 only; losing it means the table exists (reported as such).
 fn rule_create_never_races() -> Resolution {
+    Resolution::Rebase
+}
+
+/// A write of no rows has no column values to miss or mistype: always rebases.
+fn rule_no_rows_always_fit() -> Resolution {
     Resolution::Rebase
 }
 
@@ -167,6 +173,9 @@ mod tests {
             ("restore, serializable", Operation::Restore { version: 1 }, S, Resolution::Rerun(RerunScope::Everything)),
         ];
         let ours_schema = schema("id bigint not null, name varchar");
+        let empty_overwrite = Operation::Overwrite { fragments: vec![] };
+        let winner = manifest_of(delete.clone());
+        assert_eq!(resolve(&empty_overwrite, &ours_schema, S, Winner { manifest: &winner, added: 0..0 }), Resolution::Rebase, "no rows, nothing to misfit");
         for (name, winner_op, isolation, expected) in cases {
             let winner = manifest_of(winner_op);
             let got = resolve(&delete, &ours_schema, isolation, Winner { manifest: &winner, added: 10..12 });
