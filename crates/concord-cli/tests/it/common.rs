@@ -149,3 +149,26 @@ pub fn write_parquet(path: &Path, batch: &RecordBatch) {
     writer.write(batch).expect("write batch");
     writer.close().expect("close parquet");
 }
+
+/// A row test on `id`: the reference oracle's meaning of a SQL predicate.
+pub type RowTest = fn(i64) -> bool;
+
+/// SQL predicates on `id` that tests delete with, and their meaning for the oracle.
+pub const PREDICATES: [(&str, RowTest); 11] = [
+    ("id % 2 = 0", |id| id % 2 == 0),
+    ("id % 3 = 1", |id| id % 3 == 1),
+    ("id % 7 = 0", |id| id % 7 == 0),
+    ("id < 5", |id| id < 5),
+    ("id < 20", |id| id < 20),
+    ("id >= 5", |id| id >= 5),
+    ("id >= 80", |id| id >= 80),
+    ("id = 3", |id| id == 3),
+    ("id = 4", |id| id == 4),
+    ("id > 100", |id| id > 100),
+    ("id >= 0", |id| id >= 0),
+];
+
+/// The oracle's meaning of `sql` (one of [`PREDICATES`]).
+pub fn oracle_predicate(sql: &str) -> RowTest {
+    PREDICATES.iter().find(|(p, _)| *p == sql).unwrap_or_else(|| panic!("no oracle for predicate {sql}")).1
+}

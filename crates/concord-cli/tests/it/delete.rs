@@ -27,19 +27,6 @@ fn with_isolation(isolation: IsolationLevel) -> CommitOptions {
     CommitOptions { isolation: Some(isolation), ..CommitOptions::default() }
 }
 
-/// The predicates these tests use, as the oracle evaluates them.
-fn oracle_predicate(sql: &str) -> fn(i64) -> bool {
-    match sql {
-        "id % 2 = 0" => |id| id % 2 == 0,
-        "id < 5" => |id| id < 5,
-        "id >= 5" => |id| id >= 5,
-        "id = 3" => |id| id == 3,
-        "id = 4" => |id| id == 4,
-        "id > 100" => |id| id > 100,
-        other => panic!("no oracle for predicate {other}"),
-    }
-}
-
 /// What each transaction wrote, by transaction id (the oracle's input).
 type Written = HashMap<uuid::Uuid, Vec<i64>>;
 
