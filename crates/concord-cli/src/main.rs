@@ -105,11 +105,14 @@ enum Command {
         #[arg(long = "where")]
         filter: Option<String>,
     },
-    /// Replace all rows with the rows of the given files
+    /// Replace all rows (or, with --where, the matching rows) with the rows of the given files
     Overwrite {
         uri: String,
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        /// Replace only the rows matching this SQL predicate
+        #[arg(long = "where")]
+        filter: Option<String>,
         #[command(flatten)]
         write: WriteArgs,
     },
@@ -200,7 +203,7 @@ impl WriteArgs {
 /// A write command's operation, prepared and committed the same way for all.
 enum WriteOp {
     Append(Vec<PathBuf>),
-    Overwrite(Vec<PathBuf>),
+    Overwrite(Vec<PathBuf>, Option<String>),
     Restore(u64),
     Delete(String),
 }
@@ -209,7 +212,8 @@ impl WriteOp {
     async fn prepare(&self, table: &Table) -> Result<PreparedTransaction, WriteError> {
         match self {
             WriteOp::Append(files) => table.prepare_append_files(files).await,
-            WriteOp::Overwrite(files) => table.prepare_overwrite_files(files).await,
+            WriteOp::Overwrite(files, None) => table.prepare_overwrite_files(files).await,
+            WriteOp::Overwrite(files, Some(sql)) => table.prepare_overwrite_files_where(files, sql).await,
             WriteOp::Restore(version) => table.prepare_restore(*version).await,
             WriteOp::Delete(sql) => table.prepare_delete(sql).await,
         }
@@ -218,7 +222,8 @@ impl WriteOp {
     async fn run(&self, table: &Table, options: &CommitOptions) -> Result<concord::CommitInfo, WriteError> {
         match self {
             WriteOp::Append(files) => table.append_files(files, options).await,
-            WriteOp::Overwrite(files) => table.overwrite_files(files, options).await,
+            WriteOp::Overwrite(files, None) => table.overwrite_files(files, options).await,
+            WriteOp::Overwrite(files, Some(sql)) => table.overwrite_files_where(files, sql, options).await,
             WriteOp::Restore(version) => table.restore(*version, options).await,
             WriteOp::Delete(sql) => table.delete(sql, options).await,
         }
@@ -270,7 +275,7 @@ async fn run(command: Command) -> Result<(), Failure> {
             println!("created {} at version {}", table.uri(), table.version());
         }
         Command::Append { uri, files, write } => cx.write(&uri, WriteOp::Append(files), &write).await?,
-        Command::Overwrite { uri, files, write } => cx.write(&uri, WriteOp::Overwrite(files), &write).await?,
+        Command::Overwrite { uri, files, filter, write } => cx.write(&uri, WriteOp::Overwrite(files, filter), &write).await?,
         Command::Restore { uri, version, write } => cx.write(&uri, WriteOp::Restore(version), &write).await?,
         Command::Delete { uri, filter, write } => cx.write(&uri, WriteOp::Delete(filter), &write).await?,
         Command::Commit { uri, staged_ids, write } => {

@@ -48,6 +48,10 @@ async fn assert_replay_serializable(table: &Table, written: &Written) {
                 let matches = oracle_predicate(predicate);
                 previous.into_iter().filter(|id| !matches(*id)).collect()
             }
+            Operation::ReplaceWhere { predicate, .. } => {
+                let matches = oracle_predicate(predicate);
+                previous.into_iter().filter(|id| !matches(*id)).chain(written[&info.transaction_id].iter().copied()).collect()
+            }
         };
         let actual: BTreeSet<i64> = ids(&version).await.into_iter().collect();
         assert_eq!(actual, expected, "version {} = version {} + its {}", info.version, info.version.saturating_sub(1), info.operation);
@@ -224,4 +228,36 @@ fn deletes_racing_appends_all_succeed_and_delete_appended_matches() {
             eprintln!("{isolation:?}: {deletes} deletes committed, {reruns} re-ran; {} versions; even rows left at last delete: {even_at_last_delete}", history.len());
         }
     });
+}
+
+/// `overwrite --where`: the matching rows are replaced; against a winning append it
+/// re-runs like a delete (serializable) so appended matching rows are replaced too.
+#[tokio::test]
+async fn overwrite_where_replaces_matching_rows_and_reruns_over_appends() {
+    let (table, _r, mut written) = table_with(0..10).await;
+    let info = table.overwrite_where(&[rows(table.schema(), [100, 101])], "id < 5", &CommitOptions::default()).await.unwrap();
+    written.insert(info.transaction_id, vec![100, 101]);
+    assert_eq!((info.operation.as_str(), info.rows_written, info.rows_deleted), ("overwrite", 2, 5));
+    assert_eq!(ids(&table.latest().await.unwrap()).await, vec![5, 6, 7, 8, 9, 100, 101]);
+
+    for isolation in [IsolationLevel::Serializable, IsolationLevel::Snapshot] {
+        let (table, _r, mut written) = table_with(0..10).await;
+        let staged = table.prepare_overwrite_where(&[rows(table.schema(), [200])], "id % 2 = 0").await.unwrap();
+        let appended = table.append(&[rows(table.schema(), [20, 21])], &CommitOptions::default()).await.unwrap();
+        written.insert(appended.transaction_id, vec![20, 21]);
+        let info = table.commit(&staged, &with_isolation(isolation)).await.unwrap();
+        written.insert(info.transaction_id, vec![200]);
+        let got = ids(&table.latest().await.unwrap()).await;
+        match isolation {
+            IsolationLevel::Serializable => {
+                assert!(info.rerun);
+                assert_eq!(got, vec![1, 3, 5, 7, 9, 21, 200], "the appended even row 20 is replaced too");
+                assert_replay_serializable(&table, &written).await;
+            }
+            IsolationLevel::Snapshot => {
+                assert!(!info.rerun);
+                assert_eq!(got, vec![1, 3, 5, 7, 9, 20, 21, 200], "snapshot keeps the concurrently appended 20");
+            }
+        }
+    }
 }

@@ -53,9 +53,14 @@ async fn writer(table: Table, seed: u64, ops: usize, tight_budget: bool) -> Log 
                 table.append(&[rows(table.schema(), &ids)], &options).await.map(|i| (i, Some(ids)))
             }
             11..=16 => table.delete(DELETES[pick(DELETES.len() as u64) as usize], &options).await.map(|i| (i, None)),
-            17..=18 => {
+            17 => {
                 let ids: Vec<i64> = (0..pick(6)).map(|_| pick(100) as i64).collect();
                 table.overwrite(&[rows(table.schema(), &ids)], &options).await.map(|i| (i, Some(ids)))
+            }
+            18 => {
+                let ids: Vec<i64> = (0..pick(4)).map(|_| pick(100) as i64).collect();
+                let sql = DELETES[pick(DELETES.len() as u64) as usize];
+                table.overwrite_where(&[rows(table.schema(), &ids)], sql, &options).await.map(|i| (i, Some(ids)))
             }
             _ => {
                 let latest = table.latest().await.unwrap().version();
@@ -92,6 +97,10 @@ async fn check_replay(table: &Table, written: &HashMap<uuid::Uuid, Vec<i64>>, se
             Operation::Delete { predicate, .. } => {
                 let matches = oracle_predicate(predicate);
                 previous.into_iter().filter(|id| !matches(*id)).collect()
+            }
+            Operation::ReplaceWhere { predicate, .. } => {
+                let matches = oracle_predicate(predicate);
+                previous.into_iter().filter(|id| !matches(*id)).chain(written[&info.transaction_id].iter().copied()).collect()
             }
         };
         expected.sort_unstable();

@@ -130,6 +130,9 @@ pub enum Operation {
     /// prepare time, plus any re-run over winners' fragments); `columns` are the field
     /// ids the predicate reads.
     Delete { predicate: String, columns: Vec<u32>, deletions: Vec<FragmentDeletion> },
+    /// Replaces the rows matching `predicate` with `fragments` (`overwrite --where`): a
+    /// delete and an append in one transaction.
+    ReplaceWhere { predicate: String, columns: Vec<u32>, deletions: Vec<FragmentDeletion>, fragments: Vec<NewFragment> },
 }
 
 impl Operation {
@@ -140,13 +143,16 @@ impl Operation {
             Operation::Overwrite { .. } => "overwrite",
             Operation::Restore { .. } => "restore",
             Operation::Delete { .. } => "delete",
+            Operation::ReplaceWhere { .. } => "overwrite",
         }
     }
 
     /// Rows this operation adds, as written before commit.
     pub fn rows_written(&self) -> u64 {
         match self {
-            Operation::Append { fragments } | Operation::Overwrite { fragments } => fragments.iter().map(|f| f.rows).sum(),
+            Operation::Append { fragments } | Operation::Overwrite { fragments } | Operation::ReplaceWhere { fragments, .. } => {
+                fragments.iter().map(|f| f.rows).sum()
+            }
             Operation::Create | Operation::Restore { .. } | Operation::Delete { .. } => 0,
         }
     }

@@ -44,6 +44,16 @@ impl Table {
         self.run(options, self.prepare_restore(version)).await
     }
 
+    /// Replaces the rows matching the SQL predicate `sql` with the rows of local files.
+    pub async fn overwrite_files_where(&self, files: &[PathBuf], sql: &str, options: &CommitOptions) -> Result<CommitInfo, WriteError> {
+        self.run(options, self.prepare_overwrite_files_where(files, sql)).await
+    }
+
+    /// Replaces the rows matching the SQL predicate `sql` with `batches`.
+    pub async fn overwrite_where(&self, batches: &[RecordBatch], sql: &str, options: &CommitOptions) -> Result<CommitInfo, WriteError> {
+        self.run(options, self.prepare_overwrite_where(batches, sql)).await
+    }
+
     /// Deletes the rows matching the SQL predicate `sql`.
     pub async fn delete(&self, sql: &str, options: &CommitOptions) -> Result<CommitInfo, WriteError> {
         self.run(options, self.prepare_delete(sql)).await
@@ -86,11 +96,34 @@ impl Table {
     /// Finds the live rows matching `sql` and writes them as deletion vectors.
     pub async fn prepare_delete(&self, sql: &str) -> Result<PreparedTransaction, WriteError> {
         let base = self.latest().await?;
-        let predicate = predicate::compile(sql, base.schema())?;
-        let fragments = base.fragments().await?;
-        let deletions = delete::find(&base.store, &base.env, &fragments, &predicate).await?;
-        let columns = predicate.fields.iter().map(|f| f.id).collect();
+        let (columns, deletions) = base.find_deletions(sql).await?;
         Ok(base.transaction(Operation::Delete { predicate: sql.to_string(), columns, deletions }))
+    }
+
+    pub async fn prepare_overwrite_where(&self, batches: &[RecordBatch], sql: &str) -> Result<PreparedTransaction, WriteError> {
+        let base = self.latest().await?;
+        let batches = base.conform(batches)?;
+        base.prepare_replace_where(&batches, sql).await
+    }
+
+    pub async fn prepare_overwrite_files_where(&self, files: &[PathBuf], sql: &str) -> Result<PreparedTransaction, WriteError> {
+        let base = self.latest().await?;
+        let batches = base.read_files(files)?;
+        base.prepare_replace_where(&batches, sql).await
+    }
+
+    async fn prepare_replace_where(&self, batches: &[RecordBatch], sql: &str) -> Result<PreparedTransaction, WriteError> {
+        let (columns, deletions) = self.find_deletions(sql).await?;
+        let fragments = writer::write_fragments(&self.store, &self.env, self.schema(), batches).await?;
+        Ok(self.transaction(Operation::ReplaceWhere { predicate: sql.to_string(), columns, deletions, fragments }))
+    }
+
+    /// The field ids `sql` reads, and its matching live rows as delta deletion vectors.
+    async fn find_deletions(&self, sql: &str) -> Result<(Vec<u32>, Vec<crate::format::manifest::FragmentDeletion>), WriteError> {
+        let predicate = predicate::compile(sql, self.schema())?;
+        let fragments = self.fragments().await?;
+        let deletions = delete::find(&self.store, &self.env, &fragments, &predicate).await?;
+        Ok((predicate.fields.iter().map(|f| f.id).collect(), deletions))
     }
 
     /// Commits a prepared (or staged) transaction on top of the latest version,
@@ -202,6 +235,11 @@ fn written_files(operation: &Operation) -> Vec<&str> {
             fragments.iter().flat_map(|f| f.files.iter().map(|d| d.path.as_str())).collect()
         }
         Operation::Delete { deletions, .. } => deletions.iter().map(|d| d.path.as_str()).collect(),
+        Operation::ReplaceWhere { deletions, fragments, .. } => deletions
+            .iter()
+            .map(|d| d.path.as_str())
+            .chain(fragments.iter().flat_map(|f| f.files.iter().map(|d| d.path.as_str())))
+            .collect(),
         Operation::Create | Operation::Restore { .. } => Vec::new(),
     }
 }

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use chrono::{DateTime, TimeDelta, Utc};
 
 use super::conflict::{self, RerunScope, Resolution, Winner};
-use super::{append, delete, overwrite, restore, CommitInfo, CommitOptions, PreparedTransaction};
+use super::{append, apply, delete, overwrite, restore, CommitInfo, CommitOptions, PreparedTransaction};
 use crate::env::Env;
 use crate::error::{CommitError, CorruptObject, CreateError, StorageError};
 use crate::format::manifest::{Manifest, Operation, TransactionRecord, FORMAT_VERSION};
@@ -212,6 +212,11 @@ async fn next_manifest(
         Operation::Overwrite { fragments } => (overwrite::apply(store, env, base, fragments).await?, base.live_rows()),
         Operation::Restore { version } => (restore::apply(store, base, *version).await?, 0),
         Operation::Delete { deletions, .. } => delete::apply(store, env, base, deletions, &mut scratch.delete_memo).await?,
+        Operation::ReplaceWhere { deletions, fragments, .. } => {
+            let (deleted, rows) = delete::apply(store, env, base, deletions, &mut scratch.delete_memo).await?;
+            let (segments, next_fragment_id) = apply::add_fragments(store, env, deleted.segments, deleted.next_fragment_id, fragments).await?;
+            (apply::NextState { segments, next_fragment_id, ..deleted }, rows)
+        }
         Operation::Create => unreachable!("create commits version 0 through create_table"),
     };
     Ok(Manifest {
@@ -257,7 +262,7 @@ async fn rerun_into(
     scope: &RerunScope,
     scratch: &mut Scratch,
 ) -> Result<(), CommitError> {
-    if let Operation::Delete { predicate, deletions, .. } = operation {
+    if let Operation::Delete { predicate, deletions, .. } | Operation::ReplaceWhere { predicate, deletions, .. } = operation {
         let predicate = delete::compile_for(store, base, predicate, &mut scratch.compiled)?;
         let found = delete::rerun(store, env, base, predicate, scope).await?;
         match scope {

@@ -32,7 +32,6 @@ pub struct Winner<'a> {
 pub fn resolve(ours: &Operation, our_schema: &Schema, isolation: IsolationLevel, winner: Winner<'_>) -> Resolution {
     match ours {
         Operation::Create => rule_create_never_races(),
-        Operation::Append { fragments } | Operation::Overwrite { fragments } if fragments.is_empty() => rule_no_rows_always_fit(),
         Operation::Append { fragments } | Operation::Overwrite { fragments } => {
             let written = fragments.iter().flat_map(|f| f.files.iter()).flat_map(|f| f.fields.iter().copied());
             rule_written_columns_still_fit(written.collect(), our_schema, &winner.manifest.schema)
@@ -42,6 +41,16 @@ pub fn resolve(ours: &Operation, our_schema: &Schema, isolation: IsolationLevel,
             Some(incompatible) => incompatible,
             None => rule_delete_over(&winner.manifest.transaction.operation, isolation, winner.added),
         },
+        // The delete half decides re-runs; the rows it writes must still fit.
+        Operation::ReplaceWhere { columns, fragments, .. } => {
+            let written = fragments.iter().flat_map(|f| f.files.iter()).flat_map(|f| f.fields.iter().copied()).collect();
+            rule_read_columns_still_exist(columns, our_schema, &winner.manifest.schema)
+                .or_else(|| match rule_written_columns_still_fit(written, our_schema, &winner.manifest.schema) {
+                    Resolution::Rebase => None,
+                    incompatible => Some(incompatible),
+                })
+                .unwrap_or_else(|| rule_delete_over(&winner.manifest.transaction.operation, isolation, winner.added))
+        }
     }
 }
 
@@ -76,19 +85,19 @@ fn rule_delete_over(winner: &Operation, isolation: IsolationLevel, added: Range<
     match winner {
         Operation::Append { .. } if serializable && !added.is_empty() => Resolution::Rerun(RerunScope::Fragments(vec![added])),
         Operation::Overwrite { .. } | Operation::Restore { .. } if serializable => Resolution::Rerun(RerunScope::Everything),
-        Operation::Create | Operation::Append { .. } | Operation::Overwrite { .. } | Operation::Restore { .. } | Operation::Delete { .. } => {
-            Resolution::Rebase
-        }
+        // A winner's replace-where added fragments too; re-run on them like on an append.
+        Operation::ReplaceWhere { .. } if serializable && !added.is_empty() => Resolution::Rerun(RerunScope::Fragments(vec![added])),
+        Operation::Create
+        | Operation::Append { .. }
+        | Operation::Overwrite { .. }
+        | Operation::Restore { .. }
+        | Operation::Delete { .. }
+        | Operation::ReplaceWhere { .. } => Resolution::Rebase,
     }
 }
 
 /// Create commits version 0 only; losing it means the table exists (reported as such).
 fn rule_create_never_races() -> Resolution {
-    Resolution::Rebase
-}
-
-/// A write of no rows has no column values to miss or mistype: always rebases.
-fn rule_no_rows_always_fit() -> Resolution {
     Resolution::Rebase
 }
 
@@ -102,6 +111,9 @@ fn rule_restore_rebases() -> Resolution {
 /// schema was written by us. (Appends over appends, overwrites, restores that keep the
 /// schema: rebase.)
 fn rule_written_columns_still_fit(mut written: Vec<u32>, ours: &Schema, theirs: &Schema) -> Resolution {
+    if written.is_empty() {
+        return Resolution::Rebase; // no rows written: no column values to miss or mistype
+    }
     written.sort_unstable();
     written.dedup();
     for id in &written {

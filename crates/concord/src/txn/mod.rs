@@ -5,7 +5,7 @@
 //! `commit` runs the attempt loop.
 
 mod append;
-mod apply;
+pub(crate) mod apply;
 pub(crate) mod commit;
 pub mod conflict;
 pub(crate) mod delete;
