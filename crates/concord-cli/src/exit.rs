@@ -84,7 +84,7 @@ impl From<ScanError> for Failure {
 
 pub fn commit_code(e: &CommitError) -> i32 {
     match e {
-        CommitError::Incompatible { .. } => INCOMPATIBLE,
+        CommitError::Incompatible { .. } | CommitError::RerunFailed { .. } => INCOMPATIBLE,
         CommitError::TooMuchContention { .. } => CONTENTION,
         CommitError::VersionMoved { .. } => MOVED,
         CommitError::CommitStateUnknown { .. } => UNKNOWN_OUTCOME,

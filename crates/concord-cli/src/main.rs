@@ -10,7 +10,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use clap::{Args, Parser, Subcommand};
 use concord::{
-    CommitOptions, Env, IsolationLevel, PreparedTransaction, RetryPolicy, ScanOptions, Schema, StoreResolver, Table, TableLocation,
+    Assignment, CommitOptions, Env, IsolationLevel, PreparedTransaction, RetryPolicy, ScanOptions, Schema, StoreResolver, Table, TableLocation,
     WriteError,
 };
 use futures::TryStreamExt;
@@ -124,6 +124,17 @@ enum Command {
         #[command(flatten)]
         write: WriteArgs,
     },
+    /// Set columns to SQL expressions on the rows matching a predicate (all rows without one)
+    Update {
+        uri: String,
+        /// "column = SQL expression" (repeatable)
+        #[arg(long = "set", required = true, value_parser = parse_assignment)]
+        set: Vec<Assignment>,
+        #[arg(long = "where")]
+        filter: Option<String>,
+        #[command(flatten)]
+        write: WriteArgs,
+    },
     /// Commit transactions prepared with --stage, in the order given
     Commit {
         uri: String,
@@ -159,6 +170,17 @@ fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
     DateTime::parse_from_rfc3339(s)
         .map(|t| t.with_timezone(&Utc))
         .map_err(|e| format!("'{s}' is not an RFC 3339 time such as 2026-01-02T03:04:05Z ({e})"))
+}
+
+/// `column = expression`: the column is everything before the first `=`.
+fn parse_assignment(s: &str) -> Result<Assignment, String> {
+    let bad = || format!("'{s}' is not of the form \"column = SQL expression\"");
+    let (column, expr) = s.split_once('=').ok_or_else(bad)?;
+    let (column, expr) = (column.trim().trim_matches('"'), expr.trim());
+    if column.is_empty() || expr.is_empty() || column.contains(char::is_whitespace) {
+        return Err(bad());
+    }
+    Ok(Assignment { column: column.to_string(), expr: expr.to_string() })
 }
 
 fn parse_isolation(s: &str) -> Result<IsolationLevel, String> {
@@ -206,6 +228,7 @@ enum WriteOp {
     Overwrite(Vec<PathBuf>, Option<String>),
     Restore(u64),
     Delete(String),
+    Update(Vec<Assignment>, Option<String>),
 }
 
 impl WriteOp {
@@ -216,6 +239,7 @@ impl WriteOp {
             WriteOp::Overwrite(files, Some(sql)) => table.prepare_overwrite_files_where(files, sql).await,
             WriteOp::Restore(version) => table.prepare_restore(*version).await,
             WriteOp::Delete(sql) => table.prepare_delete(sql).await,
+            WriteOp::Update(set, sql) => table.prepare_update(set, sql.as_deref()).await,
         }
     }
 
@@ -226,6 +250,7 @@ impl WriteOp {
             WriteOp::Overwrite(files, Some(sql)) => table.overwrite_files_where(files, sql, options).await,
             WriteOp::Restore(version) => table.restore(*version, options).await,
             WriteOp::Delete(sql) => table.delete(sql, options).await,
+            WriteOp::Update(set, sql) => table.update(set, sql.as_deref(), options).await,
         }
     }
 }
@@ -278,6 +303,7 @@ async fn run(command: Command) -> Result<(), Failure> {
         Command::Overwrite { uri, files, filter, write } => cx.write(&uri, WriteOp::Overwrite(files, filter), &write).await?,
         Command::Restore { uri, version, write } => cx.write(&uri, WriteOp::Restore(version), &write).await?,
         Command::Delete { uri, filter, write } => cx.write(&uri, WriteOp::Delete(filter), &write).await?,
+        Command::Update { uri, set, filter, write } => cx.write(&uri, WriteOp::Update(set, filter), &write).await?,
         Command::Commit { uri, staged_ids, write } => {
             let table = cx.open(&uri).await?;
             for id in &staged_ids {

@@ -65,6 +65,8 @@ pub enum CreateError {
 pub enum CommitError {
     #[error("incompatible with version {winner_version} ({winner_operation}) committed concurrently: {reason}; nothing was committed")]
     Incompatible { winner_version: u64, winner_operation: String, reason: String },
+    #[error("re-running this operation on version {version}, after concurrent commits, failed: {reason}; nothing was committed")]
+    RerunFailed { version: u64, reason: String },
     #[error("too much contention: gave up after {attempts} attempts over {elapsed_ms} ms (last tried version {last_version}); nothing was committed, retrying later is safe")]
     TooMuchContention { attempts: u32, elapsed_ms: u64, last_version: u64 },
     #[error("the table moved: expected version {expected}, but the latest is {latest}; nothing was committed")]

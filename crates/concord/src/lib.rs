@@ -20,7 +20,7 @@ pub use error::{
     CommitError, CorruptObject, CreateError, InputError, OpenError, PredicateError, ScanError, StorageError, UriError, WriteError,
 };
 pub use format::manifest::{
-    DataFile, DeletionRef, Fragment, FragmentDeletion, IsolationLevel, Manifest, NewFragment, Operation, SegmentRef,
+    Assignment, DataFile, DeletionRef, Fragment, FragmentDeletion, IsolationLevel, Manifest, NewFragment, Operation, SegmentRef,
     TransactionRecord,
     FORMAT_VERSION, PROPERTY_ISOLATION,
 };

@@ -48,6 +48,7 @@ async fn assert_replay_serializable(table: &Table, written: &Written) {
                 let matches = oracle_predicate(predicate);
                 previous.into_iter().filter(|id| !matches(*id)).collect()
             }
+            Operation::Update { .. } => previous,
             Operation::ReplaceWhere { predicate, .. } => {
                 let matches = oracle_predicate(predicate);
                 previous.into_iter().filter(|id| !matches(*id)).chain(written[&info.transaction_id].iter().copied()).collect()

@@ -10,3 +10,4 @@ mod conformance;
 mod delete;
 mod format;
 mod histories;
+mod update;

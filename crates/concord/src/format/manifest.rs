@@ -114,6 +114,14 @@ pub struct FragmentDeletion {
     pub rows: u64,
 }
 
+/// One `SET column = expression` of an update.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Assignment {
+    pub column: String,
+    /// SQL expression over the row's current values.
+    pub expr: String,
+}
+
 /// What a transaction does; enough to replay it on the previous version.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -133,6 +141,16 @@ pub enum Operation {
     /// Replaces the rows matching `predicate` with `fragments` (`overwrite --where`): a
     /// delete and an append in one transaction.
     ReplaceWhere { predicate: String, columns: Vec<u32>, deletions: Vec<FragmentDeletion>, fragments: Vec<NewFragment> },
+    /// Rewrites the rows matching `predicate` (all rows without one): the old rows are
+    /// deleted (`deletions`) and their new values written as `fragments`. `columns` are
+    /// the field ids it reads or sets.
+    Update {
+        predicate: Option<String>,
+        set: Vec<Assignment>,
+        columns: Vec<u32>,
+        deletions: Vec<FragmentDeletion>,
+        fragments: Vec<NewFragment>,
+    },
 }
 
 impl Operation {
@@ -144,13 +162,17 @@ impl Operation {
             Operation::Restore { .. } => "restore",
             Operation::Delete { .. } => "delete",
             Operation::ReplaceWhere { .. } => "overwrite",
+            Operation::Update { .. } => "update",
         }
     }
 
     /// Rows this operation adds, as written before commit.
     pub fn rows_written(&self) -> u64 {
         match self {
-            Operation::Append { fragments } | Operation::Overwrite { fragments } | Operation::ReplaceWhere { fragments, .. } => {
+            Operation::Append { fragments }
+            | Operation::Overwrite { fragments }
+            | Operation::ReplaceWhere { fragments, .. }
+            | Operation::Update { fragments, .. } => {
                 fragments.iter().map(|f| f.rows).sum()
             }
             Operation::Create | Operation::Restore { .. } | Operation::Delete { .. } => 0,

@@ -18,6 +18,7 @@ use crate::format::schema::{Field, Schema};
 /// batches handed to [`Predicate::evaluate`] must have exactly that schema.
 #[derive(Debug)]
 pub(crate) struct Predicate {
+    pub sql: String,
     pub fields: Vec<Field>,
     pub schema: SchemaRef,
     expr: Arc<dyn PhysicalExpr>,
@@ -44,7 +45,20 @@ pub(crate) fn compile(sql: &str, table: &Schema) -> Result<Predicate, PredicateE
     }
     // Pruning is an optimisation: a predicate it cannot handle simply prunes nothing.
     let pruning = PruningPredicateBuilder::new().with_file_schema(schema.clone()).build(physical.clone());
-    Ok(Predicate { fields, schema, expr: physical, pruning })
+    Ok(Predicate { sql: sql.to_string(), fields, schema, expr: physical, pruning })
+}
+
+/// A SQL value expression (e.g. a SET clause's right side) planned against the whole
+/// table schema: evaluate it on batches with every table column, in table order.
+/// Returns the expression and the field ids it reads.
+pub(crate) fn compile_value(sql: &str, table: &Schema) -> Result<(Arc<dyn PhysicalExpr>, Vec<u32>), PredicateError> {
+    let full = table.arrow_schema();
+    let ctx = SessionContext::new();
+    let df_full = DFSchema::try_from(full.as_ref().clone()).map_err(|e| invalid(sql, e))?;
+    let expr = ctx.parse_sql_expr(sql, &df_full).map_err(|e| classify(sql, table, e))?;
+    let read = expr.column_refs().iter().filter_map(|c| table.field(&c.name).map(|f| f.id)).collect();
+    let physical = ctx.create_physical_expr(expr, &df_full).map_err(|e| classify(sql, table, e))?;
+    Ok((physical, read))
 }
 
 impl Predicate {

@@ -175,6 +175,12 @@ async fn open_fragment(
         .boxed())
 }
 
+/// The live rows of one fragment as `plan` selects them, in row-offset order.
+pub(crate) async fn read_fragment(store: &TableStore, fragment: &Fragment, plan: Arc<ScanPlan>) -> Result<Vec<RecordBatch>, ScanError> {
+    let metrics = std::sync::Mutex::new(ScanMetrics::default());
+    open_fragment(store, fragment, plan, &metrics).await?.try_collect().await
+}
+
 /// Offsets of the live rows of `fragment` for which `predicate` is true.
 pub(crate) async fn fragment_matches(store: &TableStore, fragment: &Fragment, predicate: &Predicate) -> Result<RoaringBitmap, ScanError> {
     let file = open_file(store, fragment).await?;

@@ -10,10 +10,10 @@ use uuid::Uuid;
 
 use super::Table;
 use crate::error::{CorruptObject, InputError, OpenError, StorageError, WriteError};
-use crate::format::manifest::{NewFragment, Operation};
+use crate::format::manifest::{Assignment, NewFragment, Operation};
 use crate::format::naming;
 use crate::io::{ingest, predicate, writer};
-use crate::txn::{commit, delete, CommitInfo, CommitOptions, PreparedTransaction};
+use crate::txn::{commit, delete, update, CommitInfo, CommitOptions, PreparedTransaction};
 
 // Every prepare starts from the latest version at the time of the call: a long-lived
 // handle then has no backlog of winners to judge at commit.
@@ -52,6 +52,12 @@ impl Table {
     /// Replaces the rows matching the SQL predicate `sql` with `batches`.
     pub async fn overwrite_where(&self, batches: &[RecordBatch], sql: &str, options: &CommitOptions) -> Result<CommitInfo, WriteError> {
         self.run(options, self.prepare_overwrite_where(batches, sql)).await
+    }
+
+    /// Sets columns to SQL expressions of the row's values, on the rows matching the SQL
+    /// predicate `sql` (every row without one).
+    pub async fn update(&self, set: &[Assignment], sql: Option<&str>, options: &CommitOptions) -> Result<CommitInfo, WriteError> {
+        self.run(options, self.prepare_update(set, sql)).await
     }
 
     /// Deletes the rows matching the SQL predicate `sql`.
@@ -98,6 +104,21 @@ impl Table {
         let base = self.latest().await?;
         let (columns, deletions) = base.find_deletions(sql).await?;
         Ok(base.transaction(Operation::Delete { predicate: sql.to_string(), columns, deletions }))
+    }
+
+    pub async fn prepare_update(&self, set: &[Assignment], sql: Option<&str>) -> Result<PreparedTransaction, WriteError> {
+        let base = self.latest().await?;
+        let update = update::compile(base.schema(), sql, set)?;
+        let fragments = base.fragments().await?;
+        let (deletions, written) = update::run(&base.store, &base.env, &update, &fragments).await?;
+        let operation = Operation::Update {
+            predicate: sql.map(str::to_string),
+            set: set.to_vec(),
+            columns: update.columns.clone(),
+            deletions,
+            fragments: written,
+        };
+        Ok(base.transaction(operation))
     }
 
     pub async fn prepare_overwrite_where(&self, batches: &[RecordBatch], sql: &str) -> Result<PreparedTransaction, WriteError> {
@@ -235,7 +256,7 @@ fn written_files(operation: &Operation) -> Vec<&str> {
             fragments.iter().flat_map(|f| f.files.iter().map(|d| d.path.as_str())).collect()
         }
         Operation::Delete { deletions, .. } => deletions.iter().map(|d| d.path.as_str()).collect(),
-        Operation::ReplaceWhere { deletions, fragments, .. } => deletions
+        Operation::ReplaceWhere { deletions, fragments, .. } | Operation::Update { deletions, fragments, .. } => deletions
             .iter()
             .map(|d| d.path.as_str())
             .chain(fragments.iter().flat_map(|f| f.files.iter().map(|d| d.path.as_str())))

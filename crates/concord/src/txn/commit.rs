@@ -9,7 +9,7 @@ use bytes::Bytes;
 use chrono::{DateTime, TimeDelta, Utc};
 
 use super::conflict::{self, RerunScope, Resolution, Winner};
-use super::{append, apply, delete, overwrite, restore, CommitInfo, CommitOptions, PreparedTransaction};
+use super::{append, apply, delete, overwrite, restore, update, CommitInfo, CommitOptions, PreparedTransaction};
 use crate::env::Env;
 use crate::error::{CommitError, CorruptObject, CreateError, StorageError};
 use crate::format::manifest::{Manifest, Operation, TransactionRecord, FORMAT_VERSION};
@@ -66,7 +66,9 @@ pub(crate) async fn commit(
             }
             let added = next_id_before_winner..winner.next_fragment_id.max(next_id_before_winner);
             next_id_before_winner = winner.next_fragment_id.max(next_id_before_winner);
-            match conflict::resolve(&txn.operation, &txn.read_schema, isolation, Winner { manifest: &winner, added }) {
+            // Judged against the operation as re-runs have extended it: a winner touching
+            // rows a re-run added is as much a conflict as one touching the original rows.
+            match conflict::resolve(&operation, &txn.read_schema, isolation, Winner { manifest: &winner, added }) {
                 Resolution::Rebase => {}
                 Resolution::Rerun(scope) => pending_rerun = Some(widen(pending_rerun.take(), scope)),
                 Resolution::Incompatible { reason } => {
@@ -212,7 +214,7 @@ async fn next_manifest(
         Operation::Overwrite { fragments } => (overwrite::apply(store, env, base, fragments).await?, base.live_rows()),
         Operation::Restore { version } => (restore::apply(store, base, *version).await?, 0),
         Operation::Delete { deletions, .. } => delete::apply(store, env, base, deletions, &mut scratch.delete_memo).await?,
-        Operation::ReplaceWhere { deletions, fragments, .. } => {
+        Operation::ReplaceWhere { deletions, fragments, .. } | Operation::Update { deletions, fragments, .. } => {
             let (deleted, rows) = delete::apply(store, env, base, deletions, &mut scratch.delete_memo).await?;
             let (segments, next_fragment_id) = apply::add_fragments(store, env, deleted.segments, deleted.next_fragment_id, fragments).await?;
             (apply::NextState { segments, next_fragment_id, ..deleted }, rows)
@@ -262,6 +264,28 @@ async fn rerun_into(
     scope: &RerunScope,
     scratch: &mut Scratch,
 ) -> Result<(), CommitError> {
+    if let Operation::Update { predicate, set, deletions, fragments, .. } = operation {
+        let failed = |e: &dyn std::fmt::Display| CommitError::RerunFailed { version: base.version, reason: e.to_string() };
+        let update = update::compile(&base.schema, predicate.as_deref(), set).map_err(|e| failed(&e))?;
+        let in_scope = delete::fragments_in_scope(store, base, scope).await?;
+        let (more_deletions, more_fragments) = update::run(store, env, &update, &in_scope).await.map_err(|e| match e {
+            crate::error::WriteError::Storage(s) => CommitError::Storage(s),
+            crate::error::WriteError::Corrupt(c) => CommitError::Corrupt(c),
+            other => failed(&other),
+        })?;
+        match scope {
+            RerunScope::Everything => {
+                *deletions = more_deletions;
+                *fragments = more_fragments;
+                scratch.delete_memo.clear();
+            }
+            RerunScope::Fragments(_) => {
+                deletions.extend(more_deletions);
+                fragments.extend(more_fragments);
+            }
+        }
+        return Ok(());
+    }
     if let Operation::Delete { predicate, deletions, .. } | Operation::ReplaceWhere { predicate, deletions, .. } = operation {
         let predicate = delete::compile_for(store, base, predicate, &mut scratch.compiled)?;
         let found = delete::rerun(store, env, base, predicate, scope).await?;

@@ -72,6 +72,13 @@ pub(crate) async fn rerun(
     predicate: &Predicate,
     scope: &RerunScope,
 ) -> Result<Vec<FragmentDeletion>, CommitError> {
+    let fragments = fragments_in_scope(store, base, scope).await?;
+    find(store, env, &fragments, predicate).await.map_err(scan_to_commit)
+}
+
+/// The fragments of `base` that a re-run over `scope` reads (only the segments that
+/// can hold them are read).
+pub(crate) async fn fragments_in_scope(store: &TableStore, base: &Manifest, scope: &RerunScope) -> Result<Vec<Fragment>, CommitError> {
     let mut fragments = Vec::new();
     for segment in &base.segments {
         let wanted = match scope {
@@ -88,7 +95,7 @@ pub(crate) async fn rerun(
             }).cloned());
         }
     }
-    find(store, env, &fragments, predicate).await.map_err(scan_to_commit)
+    Ok(fragments)
 }
 
 /// Segments already rewritten by an earlier attempt of the same delete: base segment
