@@ -172,3 +172,18 @@ pub const PREDICATES: [(&str, RowTest); 11] = [
 pub fn oracle_predicate(sql: &str) -> RowTest {
     PREDICATES.iter().find(|(p, _)| *p == sql).unwrap_or_else(|| panic!("no oracle for predicate {sql}")).1
 }
+
+/// Rows of [`SCHEMA`]: the given ids, names `n<id>`, scores equal to the ids.
+pub fn rows(schema: &Schema, ids: impl IntoIterator<Item = i64>) -> RecordBatch {
+    use concord::arrow::array::{Float64Array, Int64Array, StringArray};
+    let ids: Vec<i64> = ids.into_iter().collect();
+    RecordBatch::try_new(
+        schema.arrow_schema(),
+        vec![
+            std::sync::Arc::new(Int64Array::from(ids.clone())),
+            std::sync::Arc::new(StringArray::from(ids.iter().map(|i| format!("n{i}")).collect::<Vec<_>>())),
+            std::sync::Arc::new(Float64Array::from(ids.iter().map(|i| *i as f64).collect::<Vec<_>>())),
+        ],
+    )
+    .unwrap()
+}

@@ -5,23 +5,10 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use concord::arrow::array::{Float64Array, Int64Array, RecordBatch, StringArray};
-use concord::{CommitOptions, IsolationLevel, Operation, Schema, StoreResolver, Table};
+use concord::{CommitOptions, IsolationLevel, Operation, StoreResolver, Table};
 
 use crate::common::*;
 
-fn rows(schema: &Schema, ids: impl IntoIterator<Item = i64>) -> RecordBatch {
-    let ids: Vec<i64> = ids.into_iter().collect();
-    RecordBatch::try_new(
-        schema.arrow_schema(),
-        vec![
-            Arc::new(Int64Array::from(ids.clone())),
-            Arc::new(StringArray::from(ids.iter().map(|i| format!("n{i}")).collect::<Vec<_>>())),
-            Arc::new(Float64Array::from(ids.iter().map(|i| *i as f64).collect::<Vec<_>>())),
-        ],
-    )
-    .unwrap()
-}
 
 fn with_isolation(isolation: IsolationLevel) -> CommitOptions {
     CommitOptions { isolation: Some(isolation), ..CommitOptions::default() }

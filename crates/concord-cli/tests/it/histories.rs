@@ -7,10 +7,8 @@
 //! interleaving itself is the reliability issue's.)
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use concord::arrow::array::{Float64Array, Int64Array, RecordBatch, StringArray};
-use concord::{CommitError, CommitOptions, Operation, RandomSource, RetryPolicy, Schema, StdRandom, StoreResolver, Table, WriteError};
+use concord::{CommitError, CommitOptions, Operation, RandomSource, RetryPolicy, StdRandom, StoreResolver, Table, WriteError};
 
 use crate::common::*;
 
@@ -20,17 +18,6 @@ const SEEDS: [u64; 6] = [1, 2, 3, 4, 5, 6];
 /// The predicates writers delete with (all in the oracle's table).
 const DELETES: [&str; 5] = ["id % 2 = 0", "id < 20", "id >= 80", "id % 3 = 1", "id % 7 = 0"];
 
-fn rows(schema: &Schema, ids: &[i64]) -> RecordBatch {
-    RecordBatch::try_new(
-        schema.arrow_schema(),
-        vec![
-            Arc::new(Int64Array::from(ids.to_vec())),
-            Arc::new(StringArray::from(ids.iter().map(|i| format!("n{i}")).collect::<Vec<_>>())),
-            Arc::new(Float64Array::from(ids.iter().map(|i| *i as f64).collect::<Vec<_>>())),
-        ],
-    )
-    .unwrap()
-}
 
 /// What one writer did: rows each committed append/overwrite wrote, and the
 /// transactions that failed.
@@ -50,7 +37,7 @@ async fn writer(table: Table, seed: u64, ops: usize, tight_budget: bool) -> Log 
         let outcome = match pick(20) {
             0..=10 => {
                 let ids: Vec<i64> = (0..1 + pick(8)).map(|_| pick(100) as i64).collect();
-                table.append(&[rows(table.schema(), &ids)], &options).await.map(|i| (i, Some(ids)))
+                table.append(&[rows(table.schema(), ids.iter().copied())], &options).await.map(|i| (i, Some(ids)))
             }
             11..=14 => table.delete(DELETES[pick(DELETES.len() as u64) as usize], &options).await.map(|i| (i, None)),
             15..=16 => {
@@ -59,12 +46,12 @@ async fn writer(table: Table, seed: u64, ops: usize, tight_budget: bool) -> Log 
             }
             17 => {
                 let ids: Vec<i64> = (0..pick(6)).map(|_| pick(100) as i64).collect();
-                table.overwrite(&[rows(table.schema(), &ids)], &options).await.map(|i| (i, Some(ids)))
+                table.overwrite(&[rows(table.schema(), ids.iter().copied())], &options).await.map(|i| (i, Some(ids)))
             }
             18 => {
                 let ids: Vec<i64> = (0..pick(4)).map(|_| pick(100) as i64).collect();
                 let sql = DELETES[pick(DELETES.len() as u64) as usize];
-                table.overwrite_where(&[rows(table.schema(), &ids)], sql, &options).await.map(|i| (i, Some(ids)))
+                table.overwrite_where(&[rows(table.schema(), ids.iter().copied())], sql, &options).await.map(|i| (i, Some(ids)))
             }
             _ => {
                 let latest = table.latest().await.unwrap().version();
