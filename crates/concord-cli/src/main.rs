@@ -135,6 +135,16 @@ enum Command {
         #[command(flatten)]
         write: WriteArgs,
     },
+    /// Upsert from a file on key columns: update matched rows, insert the rest
+    Merge {
+        uri: String,
+        file: PathBuf,
+        /// Key columns, comma-separated
+        #[arg(long, value_delimiter = ',', required = true)]
+        on: Vec<String>,
+        #[command(flatten)]
+        write: WriteArgs,
+    },
     /// Commit transactions prepared with --stage, in the order given
     Commit {
         uri: String,
@@ -229,6 +239,7 @@ enum WriteOp {
     Restore(u64),
     Delete(String),
     Update(Vec<Assignment>, Option<String>),
+    Merge(PathBuf, Vec<String>),
 }
 
 impl WriteOp {
@@ -240,6 +251,7 @@ impl WriteOp {
             WriteOp::Restore(version) => table.prepare_restore(*version).await,
             WriteOp::Delete(sql) => table.prepare_delete(sql).await,
             WriteOp::Update(set, sql) => table.prepare_update(set, sql.as_deref()).await,
+            WriteOp::Merge(file, keys) => table.prepare_merge_files(std::slice::from_ref(file), keys).await,
         }
     }
 
@@ -251,6 +263,7 @@ impl WriteOp {
             WriteOp::Restore(version) => table.restore(*version, options).await,
             WriteOp::Delete(sql) => table.delete(sql, options).await,
             WriteOp::Update(set, sql) => table.update(set, sql.as_deref(), options).await,
+            WriteOp::Merge(file, keys) => table.merge_files(std::slice::from_ref(file), keys, options).await,
         }
     }
 }
@@ -304,6 +317,7 @@ async fn run(command: Command) -> Result<(), Failure> {
         Command::Restore { uri, version, write } => cx.write(&uri, WriteOp::Restore(version), &write).await?,
         Command::Delete { uri, filter, write } => cx.write(&uri, WriteOp::Delete(filter), &write).await?,
         Command::Update { uri, set, filter, write } => cx.write(&uri, WriteOp::Update(set, filter), &write).await?,
+        Command::Merge { uri, file, on, write } => cx.write(&uri, WriteOp::Merge(file, on), &write).await?,
         Command::Commit { uri, staged_ids, write } => {
             let table = cx.open(&uri).await?;
             for id in &staged_ids {

@@ -94,6 +94,8 @@ pub enum InputError {
     InvalidValue { file: String, line: u64, column: String, value: String, expected: String },
     #[error("'{file}': column '{column}' is not null in the table, but row {row} has a null")]
     NullInNonNullable { file: String, column: String, row: u64 },
+    #[error("'{file}': key ({key}) occurs more than once; a merge source must have one row per key")]
+    DuplicateKey { file: String, key: String },
     #[error("'{file}' could not be parsed: {reason}")]
     Unparsable { file: String, reason: String },
     #[error("'{file}' could not be read: {source}")]

@@ -36,6 +36,7 @@ async fn assert_replay_serializable(table: &Table, written: &Written) {
                 previous.into_iter().filter(|id| !matches(*id)).collect()
             }
             Operation::Update { .. } => previous,
+            Operation::Merge { .. } => panic!("no merges in these histories"),
             Operation::ReplaceWhere { predicate, .. } => {
                 let matches = oracle_predicate(predicate);
                 previous.into_iter().filter(|id| !matches(*id)).chain(written[&info.transaction_id].iter().copied()).collect()

@@ -40,7 +40,13 @@ async fn writer(table: Table, seed: u64, ops: usize, tight_budget: bool) -> Log 
                 table.append(&[rows(table.schema(), ids.iter().copied())], &options).await.map(|i| (i, Some(ids)))
             }
             11..=14 => table.delete(DELETES[pick(DELETES.len() as u64) as usize], &options).await.map(|i| (i, None)),
-            15..=16 => {
+            15 => {
+                let mut ids: Vec<i64> = (0..1 + pick(4)).map(|_| 90 + pick(15) as i64).collect();
+                ids.sort_unstable();
+                ids.dedup();
+                table.merge(&[rows(table.schema(), ids.iter().copied())], &["id".to_string()], &options).await.map(|i| (i, Some(ids)))
+            }
+            16 => {
                 let set = [concord::Assignment { column: "score".into(), expr: "score + 1".into() }];
                 table.update(&set, Some(DELETES[pick(DELETES.len() as u64) as usize]), &options).await.map(|i| (i, None))
             }
@@ -92,6 +98,10 @@ async fn check_replay(table: &Table, written: &HashMap<uuid::Uuid, Vec<i64>>, se
             // An update changes scores, never which rows exist (a lost or resurrected
             // row would show here).
             Operation::Update { .. } => previous,
+            Operation::Merge { .. } => {
+                let source = &written[&info.transaction_id];
+                previous.into_iter().filter(|id| !source.contains(id)).chain(source.iter().copied()).collect()
+            }
             Operation::ReplaceWhere { predicate, .. } => {
                 let matches = oracle_predicate(predicate);
                 previous.into_iter().filter(|id| !matches(*id)).chain(written[&info.transaction_id].iter().copied()).collect()

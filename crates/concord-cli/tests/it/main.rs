@@ -10,4 +10,5 @@ mod conformance;
 mod delete;
 mod format;
 mod histories;
+mod merge;
 mod update;

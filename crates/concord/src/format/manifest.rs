@@ -141,6 +141,9 @@ pub enum Operation {
     /// Replaces the rows matching `predicate` with `fragments` (`overwrite --where`): a
     /// delete and an append in one transaction.
     ReplaceWhere { predicate: String, columns: Vec<u32>, deletions: Vec<FragmentDeletion>, fragments: Vec<NewFragment> },
+    /// Upsert: the live rows whose `keys` match a row of `fragments` are deleted
+    /// (`deletions`), and every row of `fragments` is added. `columns` are the key field ids.
+    Merge { keys: Vec<String>, columns: Vec<u32>, deletions: Vec<FragmentDeletion>, fragments: Vec<NewFragment> },
     /// Rewrites the rows matching `predicate` (all rows without one): the old rows are
     /// deleted (`deletions`) and their new values written as `fragments`. `columns` are
     /// the field ids it reads or sets.
@@ -163,6 +166,7 @@ impl Operation {
             Operation::Delete { .. } => "delete",
             Operation::ReplaceWhere { .. } => "overwrite",
             Operation::Update { .. } => "update",
+            Operation::Merge { .. } => "merge",
         }
     }
 
@@ -172,7 +176,8 @@ impl Operation {
             Operation::Append { fragments }
             | Operation::Overwrite { fragments }
             | Operation::ReplaceWhere { fragments, .. }
-            | Operation::Update { fragments, .. } => {
+            | Operation::Update { fragments, .. }
+            | Operation::Merge { fragments, .. } => {
                 fragments.iter().map(|f| f.rows).sum()
             }
             Operation::Create | Operation::Restore { .. } | Operation::Delete { .. } => 0,

@@ -4,6 +4,7 @@ pub(crate) mod adapt;
 pub(crate) mod deletion;
 mod file_reader;
 pub(crate) mod ingest;
+pub(crate) mod keys;
 pub(crate) mod predicate;
 pub(crate) mod scan;
 pub(crate) mod writer;

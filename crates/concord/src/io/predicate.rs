@@ -48,6 +48,39 @@ pub(crate) fn compile(sql: &str, table: &Schema) -> Result<Predicate, PredicateE
     Ok(Predicate { sql: sql.to_string(), fields, schema, expr: physical, pruning })
 }
 
+/// A test of rows on some table columns: a SQL predicate, or membership in a key set.
+/// Batches handed to [`RowTest::evaluate`] hold exactly `fields()` as `schema()`.
+pub(crate) trait RowTest: Send + Sync {
+    fn fields(&self) -> &[Field];
+    fn schema(&self) -> &SchemaRef;
+    /// Row-group statistics pruning, where the test supports it.
+    fn pruning(&self) -> Option<&PruningPredicate> {
+        None
+    }
+    /// Rows for which the test holds (NULL counts as false).
+    fn evaluate(&self, batch: &RecordBatch) -> Result<BooleanArray, ArrowError>;
+    /// The test's value on a row whose columns are all NULL (files lacking the columns).
+    fn constant_value(&self) -> Result<bool, ArrowError>;
+}
+
+impl RowTest for Predicate {
+    fn fields(&self) -> &[Field] {
+        &self.fields
+    }
+    fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+    fn pruning(&self) -> Option<&PruningPredicate> {
+        self.pruning.as_deref()
+    }
+    fn evaluate(&self, batch: &RecordBatch) -> Result<BooleanArray, ArrowError> {
+        Predicate::evaluate(self, batch)
+    }
+    fn constant_value(&self) -> Result<bool, ArrowError> {
+        Predicate::constant_value(self)
+    }
+}
+
 /// A SQL value expression (e.g. a SET clause's right side) planned against the whole
 /// table schema: evaluate it on batches with every table column, in table order.
 /// Returns the expression and the field ids it reads.

@@ -25,7 +25,7 @@ use roaring::RoaringBitmap;
 use super::adapt::{file_column, to_table_columns};
 use super::deletion;
 use super::file_reader::DataFileReader;
-use super::predicate::Predicate;
+use super::predicate::{Predicate, RowTest};
 use crate::error::{CorruptObject, ScanError};
 use crate::format::manifest::Fragment;
 use crate::format::schema::Field;
@@ -100,16 +100,16 @@ async fn open_file(store: &TableStore, fragment: &Fragment) -> Result<OpenedFile
 impl OpenedFile {
     /// Row groups the predicate may match, and the predicate's file columns (empty when
     /// the file has none of them; then every row reads them as NULL).
-    fn plan_filter(&self, predicate: &Predicate) -> Result<(Vec<usize>, Vec<usize>), ScanError> {
+    fn plan_filter(&self, test: &dyn RowTest) -> Result<(Vec<usize>, Vec<usize>), ScanError> {
         let mut keep: Vec<usize> = (0..self.row_groups.len()).collect();
-        let columns: Vec<usize> = predicate.fields.iter().filter_map(|f| file_column(&self.file_fields, f.id)).collect();
+        let columns: Vec<usize> = test.fields().iter().filter_map(|f| file_column(&self.file_fields, f.id)).collect();
         if columns.is_empty() {
-            if !predicate.constant_value().map_err(|e| (self.corrupt)(&e))? {
+            if !test.constant_value().map_err(|e| (self.corrupt)(&e))? {
                 keep.clear();
             }
-        } else if let Some(pruning) = &predicate.pruning {
+        } else if let Some(pruning) = test.pruning() {
             let metadata = self.builder.metadata();
-            let stats = RowGroupStats::new(metadata, &self.file_schema, self.builder.parquet_schema(), &self.file_fields, predicate);
+            let stats = RowGroupStats::new(metadata, &self.file_schema, self.builder.parquet_schema(), &self.file_fields, test.fields());
             if let Ok(mask) = pruning.prune(&stats) {
                 keep.retain(|i| mask[*i]);
             }
@@ -181,10 +181,10 @@ pub(crate) async fn read_fragment(store: &TableStore, fragment: &Fragment, plan:
     open_fragment(store, fragment, plan, &metrics).await?.try_collect().await
 }
 
-/// Offsets of the live rows of `fragment` for which `predicate` is true.
-pub(crate) async fn fragment_matches(store: &TableStore, fragment: &Fragment, predicate: &Predicate) -> Result<RoaringBitmap, ScanError> {
+/// Offsets of the live rows of `fragment` for which `test` holds.
+pub(crate) async fn fragment_matches(store: &TableStore, fragment: &Fragment, test: &dyn RowTest) -> Result<RoaringBitmap, ScanError> {
     let file = open_file(store, fragment).await?;
-    let (keep, columns) = file.plan_filter(predicate)?;
+    let (keep, columns) = file.plan_filter(test)?;
     let mut matches = RoaringBitmap::new();
     if columns.is_empty() {
         for i in &keep {
@@ -201,9 +201,9 @@ pub(crate) async fn fragment_matches(store: &TableStore, fragment: &Fragment, pr
         let mut position = 0u64;
         while let Some(batch) = stream.next().await {
             let batch = batch.map_err(|e| corrupt(&e))?;
-            let adapted = to_table_columns(&batch, &file_schema, &file_fields, &predicate.fields, &predicate.schema)
+            let adapted = to_table_columns(&batch, &file_schema, &file_fields, test.fields(), test.schema())
                 .map_err(|e| corrupt(&e))?;
-            let hits = predicate.evaluate(&adapted).map_err(|e| corrupt(&e))?;
+            let hits = test.evaluate(&adapted).map_err(|e| corrupt(&e))?;
             for i in 0..hits.len() {
                 if hits.value(i) {
                     let p = position + i as u64;
@@ -233,10 +233,9 @@ impl<'a> RowGroupStats<'a> {
         file_schema: &'a SchemaRef,
         parquet_schema: &'a parquet::schema::types::SchemaDescriptor,
         file_fields: &[u32],
-        predicate: &Predicate,
+        fields: &[Field],
     ) -> Self {
-        let converters = predicate
-            .fields
+        let converters = fields
             .iter()
             .filter_map(|f| {
                 let column = file_column(file_fields, f.id)?;

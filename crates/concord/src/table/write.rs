@@ -12,6 +12,7 @@ use super::Table;
 use crate::error::{CorruptObject, InputError, OpenError, StorageError, WriteError};
 use crate::format::manifest::{Assignment, NewFragment, Operation};
 use crate::format::naming;
+use crate::io::keys::KeySet;
 use crate::io::{ingest, predicate, writer};
 use crate::txn::{commit, delete, update, CommitInfo, CommitOptions, PreparedTransaction};
 
@@ -60,6 +61,17 @@ impl Table {
         self.run(options, self.prepare_update(set, sql)).await
     }
 
+    /// Upsert from local files on key columns: rows whose key matches a source row are
+    /// replaced by it, the other source rows are inserted. Keys must be unique in the source.
+    pub async fn merge_files(&self, files: &[PathBuf], keys: &[String], options: &CommitOptions) -> Result<CommitInfo, WriteError> {
+        self.run(options, self.prepare_merge_files(files, keys)).await
+    }
+
+    /// Upsert from Arrow batches on key columns (see [`Table::merge_files`]).
+    pub async fn merge(&self, batches: &[RecordBatch], keys: &[String], options: &CommitOptions) -> Result<CommitInfo, WriteError> {
+        self.run(options, self.prepare_merge(batches, keys)).await
+    }
+
     /// Deletes the rows matching the SQL predicate `sql`.
     pub async fn delete(&self, sql: &str, options: &CommitOptions) -> Result<CommitInfo, WriteError> {
         self.run(options, self.prepare_delete(sql)).await
@@ -104,6 +116,34 @@ impl Table {
         let base = self.latest().await?;
         let (columns, deletions) = base.find_deletions(sql).await?;
         Ok(base.transaction(Operation::Delete { predicate: sql.to_string(), columns, deletions }))
+    }
+
+    pub async fn prepare_merge_files(&self, files: &[PathBuf], keys: &[String]) -> Result<PreparedTransaction, WriteError> {
+        let batches = self.latest().await?.read_files(files)?;
+        let source = files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", ");
+        self.prepare_merge_from(&batches, keys, &source).await
+    }
+
+    pub async fn prepare_merge(&self, batches: &[RecordBatch], keys: &[String]) -> Result<PreparedTransaction, WriteError> {
+        self.prepare_merge_from(batches, keys, "the merge source").await
+    }
+
+    /// `source` names the rows in errors.
+    async fn prepare_merge_from(&self, batches: &[RecordBatch], keys: &[String], source: &str) -> Result<PreparedTransaction, WriteError> {
+        let base = self.latest().await?;
+        let batches = base.conform(batches)?;
+        let schema = base.schema();
+        let fields = KeySet::fields_for(schema, keys).map_err(|column| InputError::UnknownColumn {
+            file: source.to_string(),
+            column,
+            known: schema.names().join(", "),
+        })?;
+        let columns = fields.iter().map(|f| f.id).collect();
+        let key_set = KeySet::from_rows(schema, fields, &batches)
+            .map_err(|d| InputError::DuplicateKey { file: source.to_string(), key: d.0 })?;
+        let deletions = delete::find(&base.store, &base.env, &base.fragments().await?, &key_set).await?;
+        let fragments = writer::write_fragments(&base.store, &base.env, schema, &batches).await?;
+        Ok(base.transaction(Operation::Merge { keys: keys.to_vec(), columns, deletions, fragments }))
     }
 
     pub async fn prepare_update(&self, set: &[Assignment], sql: Option<&str>) -> Result<PreparedTransaction, WriteError> {
@@ -256,7 +296,9 @@ fn written_files(operation: &Operation) -> Vec<&str> {
             fragments.iter().flat_map(|f| f.files.iter().map(|d| d.path.as_str())).collect()
         }
         Operation::Delete { deletions, .. } => deletions.iter().map(|d| d.path.as_str()).collect(),
-        Operation::ReplaceWhere { deletions, fragments, .. } | Operation::Update { deletions, fragments, .. } => deletions
+        Operation::ReplaceWhere { deletions, fragments, .. }
+        | Operation::Update { deletions, fragments, .. }
+        | Operation::Merge { deletions, fragments, .. } => deletions
             .iter()
             .map(|d| d.path.as_str())
             .chain(fragments.iter().flat_map(|f| f.files.iter().map(|d| d.path.as_str())))

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use chrono::{DateTime, TimeDelta, Utc};
 
 use super::conflict::{self, RerunScope, Resolution, Winner};
-use super::{append, apply, delete, overwrite, restore, update, CommitInfo, CommitOptions, PreparedTransaction};
+use super::{append, apply, delete, merge, overwrite, restore, update, CommitInfo, CommitOptions, PreparedTransaction};
 use crate::env::Env;
 use crate::error::{CommitError, CorruptObject, CreateError, StorageError};
 use crate::format::manifest::{Manifest, Operation, TransactionRecord, FORMAT_VERSION};
@@ -190,6 +190,8 @@ struct Scratch {
     /// A delete's predicate, compiled for this schema.
     compiled: Option<(crate::format::schema::Schema, crate::io::predicate::Predicate)>,
     delete_memo: delete::ApplyMemo,
+    /// A merge's source keys, read back from its data files once.
+    merge_keys: Option<crate::io::keys::KeySet>,
 }
 
 /// What the new version records about its transaction, besides the prepared parts.
@@ -214,7 +216,9 @@ async fn next_manifest(
         Operation::Overwrite { fragments } => (overwrite::apply(store, env, base, fragments).await?, base.live_rows()),
         Operation::Restore { version } => (restore::apply(store, base, *version).await?, 0),
         Operation::Delete { deletions, .. } => delete::apply(store, env, base, deletions, &mut scratch.delete_memo).await?,
-        Operation::ReplaceWhere { deletions, fragments, .. } | Operation::Update { deletions, fragments, .. } => {
+        Operation::ReplaceWhere { deletions, fragments, .. }
+        | Operation::Update { deletions, fragments, .. }
+        | Operation::Merge { deletions, fragments, .. } => {
             let (deleted, rows) = delete::apply(store, env, base, deletions, &mut scratch.delete_memo).await?;
             let (segments, next_fragment_id) = apply::add_fragments(store, env, deleted.segments, deleted.next_fragment_id, fragments).await?;
             (apply::NextState { segments, next_fragment_id, ..deleted }, rows)
@@ -264,6 +268,23 @@ async fn rerun_into(
     scope: &RerunScope,
     scratch: &mut Scratch,
 ) -> Result<(), CommitError> {
+    if let Operation::Merge { keys, deletions, fragments, .. } = operation {
+        // The source rows stay as written; only which existing rows they replace changes.
+        if scratch.merge_keys.is_none() {
+            scratch.merge_keys = Some(merge::source_keys(store, &base.schema, keys, fragments).await?);
+        }
+        let key_set = scratch.merge_keys.as_ref().expect("just set");
+        let in_scope = delete::fragments_in_scope(store, base, scope).await?;
+        let found = delete::find(store, env, &in_scope, key_set).await.map_err(delete::scan_to_commit)?;
+        match scope {
+            RerunScope::Everything => {
+                *deletions = found;
+                scratch.delete_memo.clear();
+            }
+            RerunScope::Fragments(_) => deletions.extend(found),
+        }
+        return Ok(());
+    }
     if let Operation::Update { predicate, set, deletions, fragments, .. } = operation {
         let failed = |e: &dyn std::fmt::Display| CommitError::RerunFailed { version: base.version, reason: e.to_string() };
         let update = update::compile(&base.schema, predicate.as_deref(), set).map_err(|e| failed(&e))?;

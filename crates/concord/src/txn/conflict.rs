@@ -41,7 +41,7 @@ pub fn resolve(ours: &Operation, our_schema: &Schema, isolation: IsolationLevel,
             Some(incompatible) => incompatible,
             None => rule_delete_over(&winner.manifest.transaction.operation, isolation, winner.added),
         },
-        Operation::Update { columns, deletions, fragments, .. } => {
+        Operation::Update { columns, deletions, fragments, .. } | Operation::Merge { columns, deletions, fragments, .. } => {
             let written = fragments.iter().flat_map(|f| f.files.iter()).flat_map(|f| f.fields.iter().copied()).collect();
             let touched: Vec<u64> = deletions.iter().map(|d| d.fragment_id).collect();
             rule_read_columns_still_exist(columns, our_schema, &winner.manifest.schema)
@@ -49,7 +49,7 @@ pub fn resolve(ours: &Operation, our_schema: &Schema, isolation: IsolationLevel,
                     Resolution::Rebase => None,
                     incompatible => Some(incompatible),
                 })
-                .unwrap_or_else(|| rule_update_over(&winner.manifest.transaction.operation, isolation, winner.added, &touched))
+                .unwrap_or_else(|| rule_rewrite_over(&winner.manifest.transaction.operation, isolation, winner.added, &touched))
         }
         // The delete half decides re-runs; the rows it writes must still fit.
         Operation::ReplaceWhere { columns, fragments, .. } => {
@@ -84,24 +84,30 @@ fn rule_read_columns_still_exist(read: &[u32], ours: &Schema, theirs: &Schema) -
     })
 }
 
-/// Update over a winner (contract matrix, row "update"):
+/// Update or merge over a winner (contract matrix, rows "update" and "merge/upsert"):
 /// - a winner that removed or rewrote rows of fragments this update rewrote (delete,
 ///   update, replace, in an overlapping fragment), or replaced the table (overwrite,
 ///   restore): re-run the whole update on the new state, so that it applies its SET to
-///   the winner's version of the rows and never brings back rows the winner removed;
-/// - a winner that added fragments (append, or update / replace elsewhere):
+///   the winner's version of the rows and never brings back rows the winner removed
+///   (a merge re-matches its keys: it replaces whatever rows then hold them);
+/// - a winner that added fragments (append, or update / replace / merge elsewhere):
+///   serializable re-runs on them (a merge re-matches keys the winner inserted, so two
+///   concurrent upserts of one new key leave one row);
 ///   serializable re-runs on them; snapshot leaves rows it never saw;
 /// - otherwise rebase.
-fn rule_update_over(winner: &Operation, isolation: IsolationLevel, added: Range<u64>, touched: &[u64]) -> Resolution {
+fn rule_rewrite_over(winner: &Operation, isolation: IsolationLevel, added: Range<u64>, touched: &[u64]) -> Resolution {
     let overlaps = |deletions: &[crate::format::manifest::FragmentDeletion]| deletions.iter().any(|d| touched.contains(&d.fragment_id));
     match winner {
         Operation::Overwrite { .. } | Operation::Restore { .. } => Resolution::Rerun(RerunScope::Everything),
-        Operation::Delete { deletions, .. } | Operation::Update { deletions, .. } | Operation::ReplaceWhere { deletions, .. }
+        Operation::Delete { deletions, .. }
+        | Operation::Update { deletions, .. }
+        | Operation::ReplaceWhere { deletions, .. }
+        | Operation::Merge { deletions, .. }
             if overlaps(deletions) =>
         {
             Resolution::Rerun(RerunScope::Everything)
         }
-        Operation::Append { .. } | Operation::Update { .. } | Operation::ReplaceWhere { .. }
+        Operation::Append { .. } | Operation::Update { .. } | Operation::ReplaceWhere { .. } | Operation::Merge { .. }
             if isolation == IsolationLevel::Serializable && !added.is_empty() =>
         {
             Resolution::Rerun(RerunScope::Fragments(vec![added]))
@@ -123,7 +129,7 @@ fn rule_delete_over(winner: &Operation, isolation: IsolationLevel, added: Range<
         Operation::Overwrite { .. } | Operation::Restore { .. } if serializable => Resolution::Rerun(RerunScope::Everything),
         // A winner's replace-where or update added fragments too (for an update: the new
         // versions of the rows it changed); re-run on them like on an append.
-        Operation::ReplaceWhere { .. } | Operation::Update { .. } if serializable && !added.is_empty() => {
+        Operation::ReplaceWhere { .. } | Operation::Update { .. } | Operation::Merge { .. } if serializable && !added.is_empty() => {
             Resolution::Rerun(RerunScope::Fragments(vec![added]))
         }
         Operation::Create
@@ -132,7 +138,8 @@ fn rule_delete_over(winner: &Operation, isolation: IsolationLevel, added: Range<
         | Operation::Restore { .. }
         | Operation::Delete { .. }
         | Operation::ReplaceWhere { .. }
-        | Operation::Update { .. } => Resolution::Rebase,
+        | Operation::Update { .. }
+        | Operation::Merge { .. } => Resolution::Rebase,
     }
 }
 

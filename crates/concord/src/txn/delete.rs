@@ -13,7 +13,7 @@ use super::apply::NextState;
 use crate::env::Env;
 use crate::error::{CommitError, CorruptObject, ScanError};
 use crate::format::manifest::{DeletionRef, Fragment, FragmentDeletion, Manifest, Segment, SegmentRef};
-use crate::io::predicate::{self, Predicate};
+use crate::io::predicate::{self, Predicate, RowTest};
 use crate::io::{deletion, scan};
 use crate::storage::TableStore;
 
@@ -26,16 +26,16 @@ pub enum RerunScope {
     Everything,
 }
 
-/// Matching live rows of `fragments`, written as delta deletion vectors.
+/// Live rows of `fragments` that pass `test`, written as delta deletion vectors.
 pub(crate) async fn find(
     store: &TableStore,
     env: &Env,
     fragments: &[Fragment],
-    predicate: &Predicate,
+    test: &dyn RowTest,
 ) -> Result<Vec<FragmentDeletion>, ScanError> {
     let mut found = Vec::new();
     for fragment in fragments {
-        let rows = scan::fragment_matches(store, fragment, predicate).await?;
+        let rows = scan::fragment_matches(store, fragment, test).await?;
         if !rows.is_empty() {
             let count = rows.len();
             let path = deletion::write(store, env, rows).await?;

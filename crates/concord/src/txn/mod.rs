@@ -9,6 +9,7 @@ pub(crate) mod apply;
 pub(crate) mod commit;
 pub mod conflict;
 pub(crate) mod delete;
+pub(crate) mod merge;
 pub(crate) mod update;
 mod overwrite;
 mod restore;
