@@ -36,12 +36,9 @@ pub(crate) async fn commit(
     let coordinator = &store.location.coordinator;
     let started = env.clock.monotonic();
     let mut known = Some(txn.read_version);
-    let mut judged_up_to = txn.read_version;
-    let mut next_id_before_winner = txn.read_next_fragment_id;
-    let mut rebased_over: Vec<u64> = Vec::new();
     // The operation as it will be recorded: re-runs add to it.
     let mut operation = txn.operation.clone();
-    let mut pending_rerun: Option<RerunScope> = None;
+    let mut judged = Judged::new(txn);
     let mut scratch = Scratch::default();
     let mut rerun_done = false;
     let mut attempts = 0u32;
@@ -51,48 +48,21 @@ pub(crate) async fn commit(
         let latest = coordinator.latest_version(known).await?.unwrap_or(txn.read_version);
         let base = read_existing(store, latest).await?;
         let isolation = opts.isolation.unwrap_or_else(|| base.isolation());
-        for v in judged_up_to + 1..=latest {
-            let winner = if v == latest { base.clone() } else { read_existing(store, v).await? };
-            if winner.transaction.id == txn.id {
-                // An earlier attempt whose response was lost did land (or a staged
-                // transaction is committed twice). The hint names the newest version seen.
-                coordinator.after_commit(latest).await;
-                return Ok(commit_info(&winner));
-            }
-            if let Some(key) = &opts.idempotency_key {
-                if winner.transaction.idempotency_key.as_deref() == Some(key) {
-                    return Ok(CommitInfo { idempotent_replay: true, ..commit_info(&winner) });
-                }
-            }
-            let added = next_id_before_winner..winner.next_fragment_id.max(next_id_before_winner);
-            next_id_before_winner = winner.next_fragment_id.max(next_id_before_winner);
-            // Judged against the operation as re-runs have extended it: a winner touching
-            // rows a re-run added is as much a conflict as one touching the original rows.
-            match conflict::resolve(&operation, &txn.read_schema, isolation, Winner { manifest: &winner, added }) {
-                Resolution::Rebase => {}
-                Resolution::Rerun(scope) => pending_rerun = Some(widen(pending_rerun.take(), scope)),
-                Resolution::Incompatible { reason } => {
-                    return Err(CommitError::Incompatible {
-                        winner_version: v,
-                        winner_operation: winner.transaction.operation.name().to_string(),
-                        reason,
-                    });
-                }
-            }
-            rebased_over.push(v);
+        if let Some(done) = judged.judge_up_to(store, &base, txn, &operation, opts, isolation).await? {
+            coordinator.after_commit(latest).await;
+            return Ok(done);
         }
-        judged_up_to = latest;
         if let Some(expected) = opts.expect_version {
             if latest != expected {
                 return Err(CommitError::VersionMoved { expected, latest });
             }
         }
-        if let Some(scope) = pending_rerun.take() {
+        if let Some(scope) = judged.pending_rerun.take() {
             rerun_into(store, env, &base, &mut operation, &scope, &mut scratch).await?;
             rerun_done = true;
         }
         let version = latest + 1;
-        let record = Record { operation: &operation, attempts, rebased_over: &rebased_over, rerun: rerun_done };
+        let record = Record { operation: &operation, attempts, rebased_over: &judged.rebased_over, rerun: rerun_done };
         let manifest = next_manifest(store, env, &base, txn, opts, record, &mut scratch).await?;
         let bytes = Bytes::from(serde_json::to_vec(&manifest).expect("manifests always serialize"));
         // Backoff spreads contending writers around the contended write, so it scales
@@ -124,6 +94,70 @@ pub(crate) async fn commit(
         let latency = env.clock.monotonic() - attempt_started;
         let pause = opts.retry.backoff(failures, latency, |max| env.random_below_or_eq(max));
         env.clock.sleep(pause).await;
+    }
+}
+
+/// What judging the winners so far has established.
+struct Judged {
+    /// Winners up to this version have been judged.
+    up_to: u64,
+    /// `next_fragment_id` before the next winner: its added fragments start here.
+    next_id: u64,
+    rebased_over: Vec<u64>,
+    pending_rerun: Option<RerunScope>,
+}
+
+impl Judged {
+    fn new(txn: &PreparedTransaction) -> Self {
+        Judged { up_to: txn.read_version, next_id: txn.read_next_fragment_id, rebased_over: Vec::new(), pending_rerun: None }
+    }
+
+    /// Judges every winner up to `base` (the latest version) with the pure conflict
+    /// rules. `Some(info)`: the transaction is already committed (an earlier attempt
+    /// whose response was lost landed, a staged transaction committed twice, or its
+    /// idempotency key is taken): report that version.
+    async fn judge_up_to(
+        &mut self,
+        store: &TableStore,
+        base: &Manifest,
+        txn: &PreparedTransaction,
+        operation: &Operation,
+        opts: &CommitOptions,
+        isolation: crate::format::manifest::IsolationLevel,
+    ) -> Result<Option<CommitInfo>, CommitError> {
+        for v in self.up_to + 1..=base.version {
+            let read;
+            let winner = if v == base.version {
+                base
+            } else {
+                read = read_existing(store, v).await?;
+                &read
+            };
+            if winner.transaction.id == txn.id {
+                return Ok(Some(commit_info(winner)));
+            }
+            if opts.idempotency_key.is_some() && winner.transaction.idempotency_key == opts.idempotency_key {
+                return Ok(Some(CommitInfo { idempotent_replay: true, ..commit_info(winner) }));
+            }
+            let added = self.next_id..winner.next_fragment_id.max(self.next_id);
+            self.next_id = added.end;
+            // Judged against the operation as re-runs have extended it: a winner touching
+            // rows a re-run added is as much a conflict as one touching the original rows.
+            match conflict::resolve(operation, &txn.read_schema, isolation, Winner { manifest: winner, added }) {
+                Resolution::Rebase => {}
+                Resolution::Rerun(scope) => self.pending_rerun = Some(widen(self.pending_rerun.take(), scope)),
+                Resolution::Incompatible { reason } => {
+                    return Err(CommitError::Incompatible {
+                        winner_version: v,
+                        winner_operation: winner.transaction.operation.name().to_string(),
+                        reason,
+                    });
+                }
+            }
+            self.rebased_over.push(v);
+        }
+        self.up_to = base.version;
+        Ok(None)
     }
 }
 
