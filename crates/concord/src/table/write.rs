@@ -119,31 +119,33 @@ impl Table {
     }
 
     pub async fn prepare_merge_files(&self, files: &[PathBuf], keys: &[String]) -> Result<PreparedTransaction, WriteError> {
-        let batches = self.latest().await?.read_files(files)?;
+        let base = self.latest().await?;
+        let batches = base.read_files(files)?;
         let source = files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", ");
-        self.prepare_merge_from(&batches, keys, &source).await
+        base.prepare_merge_of(&batches, keys, &source).await
     }
 
     pub async fn prepare_merge(&self, batches: &[RecordBatch], keys: &[String]) -> Result<PreparedTransaction, WriteError> {
-        self.prepare_merge_from(batches, keys, "the merge source").await
-    }
-
-    /// `source` names the rows in errors.
-    async fn prepare_merge_from(&self, batches: &[RecordBatch], keys: &[String], source: &str) -> Result<PreparedTransaction, WriteError> {
         let base = self.latest().await?;
         let batches = base.conform(batches)?;
-        let schema = base.schema();
+        base.prepare_merge_of(&batches, keys, "the merge source").await
+    }
+
+    /// Merge of `batches` (already conforming to this version's schema) into this
+    /// version; `source` names the rows in errors.
+    async fn prepare_merge_of(&self, batches: &[RecordBatch], keys: &[String], source: &str) -> Result<PreparedTransaction, WriteError> {
+        let schema = self.schema();
         let fields = KeySet::fields_for(schema, keys).map_err(|column| InputError::UnknownColumn {
             file: source.to_string(),
             column,
             known: schema.names().join(", "),
         })?;
         let columns = fields.iter().map(|f| f.id).collect();
-        let key_set = KeySet::from_rows(schema, fields, &batches)
+        let key_set = KeySet::from_rows(schema, fields, batches)
             .map_err(|d| InputError::DuplicateKey { file: source.to_string(), key: d.0 })?;
-        let deletions = delete::find(&base.store, &base.env, &base.fragments().await?, &key_set).await?;
-        let fragments = writer::write_fragments(&base.store, &base.env, schema, &batches).await?;
-        Ok(base.transaction(Operation::Merge { keys: keys.to_vec(), columns, deletions, fragments }))
+        let deletions = delete::find(&self.store, &self.env, &self.fragments().await?, &key_set).await?;
+        let fragments = writer::write_fragments(&self.store, &self.env, schema, batches).await?;
+        Ok(self.transaction(Operation::Merge { keys: keys.to_vec(), columns, deletions, fragments }))
     }
 
     pub async fn prepare_update(&self, set: &[Assignment], sql: Option<&str>) -> Result<PreparedTransaction, WriteError> {

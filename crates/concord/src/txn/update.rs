@@ -61,6 +61,9 @@ pub(crate) async fn run(
     let output = update.schema.arrow_schema();
     let mut deletions = Vec::new();
     let mut new_rows: Vec<RecordBatch> = Vec::new();
+    // The same predicate over the same rows as the matching below: the scan yields
+    // exactly the matched rows. Planned once (planning costs far more than a fragment).
+    let plan = Arc::new(ScanPlan { fields, output, predicate: recompile(update)? });
     for fragment in fragments {
         let matches = match &update.predicate {
             Some(p) => scan::fragment_matches(store, fragment, p).await?,
@@ -73,9 +76,7 @@ pub(crate) async fn run(
         if matches.is_empty() {
             continue;
         }
-        // The same predicate over the same rows: these are exactly the matched rows.
-        let plan = Arc::new(ScanPlan { fields: fields.clone(), output: output.clone(), predicate: recompile(update)? });
-        for batch in scan::read_fragment(store, fragment, plan).await? {
+        for batch in scan::read_fragment(store, fragment, plan.clone()).await? {
             new_rows.push(apply_set(update, &batch).map_err(|e| match e {
                 SetFailure::Predicate(p) => WriteError::Predicate(p),
                 SetFailure::Input(i) => WriteError::Input(i),
