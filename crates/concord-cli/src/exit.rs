@@ -95,7 +95,11 @@ pub fn commit_code(e: &CommitError) -> i32 {
 impl From<WriteError> for Failure {
     fn from(e: WriteError) -> Self {
         let code = match &e {
-            WriteError::Input(_) | WriteError::Predicate(_) | WriteError::StagedNotFound { .. } | WriteError::NoSuchVersion { .. } => USAGE,
+            WriteError::Input(_)
+            | WriteError::Predicate(_)
+            | WriteError::Alter(_)
+            | WriteError::StagedNotFound { .. }
+            | WriteError::NoSuchVersion { .. } => USAGE,
             WriteError::Commit(c) => commit_code(c),
             WriteError::Encode { .. } | WriteError::Corrupt(_) | WriteError::Storage(_) => OTHER,
         };

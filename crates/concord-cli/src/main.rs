@@ -4,13 +4,14 @@
 mod exit;
 mod output;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use clap::{Args, Parser, Subcommand};
 use concord::{
-    Assignment, CommitOptions, Env, IsolationLevel, PreparedTransaction, RetryPolicy, ScanOptions, Schema, StoreResolver, Table, TableLocation,
+    AlterError, Assignment, CommitOptions, Env, IsolationLevel, PreparedTransaction, RetryPolicy, ScanOptions, Schema, StoreResolver, Table, TableLocation,
     WriteError,
 };
 use futures::TryStreamExt;
@@ -166,6 +167,21 @@ enum Command {
         #[arg(long, value_enum, default_value = "table")]
         format: ListFormat,
     },
+    /// Change the schema (by stable field id: no data file is rewritten) or table properties
+    Alter {
+        uri: String,
+        #[command(subcommand)]
+        action: AlterAction,
+    },
+    /// Rewrite small fragments and fragments with deleted rows into larger ones
+    Compact {
+        uri: String,
+        /// Rows per rewritten fragment (fragments with fewer live rows are compacted)
+        #[arg(long = "target-rows", value_name = "N", default_value_t = concord::DEFAULT_COMPACT_TARGET_ROWS)]
+        target_rows: u64,
+        #[command(flatten)]
+        write: WriteArgs,
+    },
     /// Print the schema
     Schema {
         uri: String,
@@ -174,6 +190,62 @@ enum Command {
         #[arg(long, value_enum, default_value = "table")]
         format: ListFormat,
     },
+}
+
+#[derive(Subcommand)]
+enum AlterAction {
+    /// Add a column: "name type [not null] [default <SQL expression>]"; existing rows read the default (or NULL)
+    AddColumn {
+        definition: String,
+        #[command(flatten)]
+        write: WriteArgs,
+    },
+    /// Remove a column (its data stays in old files, unread)
+    DropColumn {
+        name: String,
+        #[command(flatten)]
+        write: WriteArgs,
+    },
+    /// Rename a column
+    RenameColumn {
+        old: String,
+        new: String,
+        #[command(flatten)]
+        write: WriteArgs,
+    },
+    /// Set table properties, e.g. isolation=snapshot (the default isolation of writes)
+    SetProperty {
+        #[arg(required = true, value_name = "KEY=VALUE")]
+        assignments: Vec<String>,
+        #[command(flatten)]
+        write: WriteArgs,
+    },
+    /// Remove table properties (back to their defaults)
+    UnsetProperty {
+        #[arg(required = true, value_name = "KEY")]
+        keys: Vec<String>,
+        #[command(flatten)]
+        write: WriteArgs,
+    },
+}
+
+impl AlterAction {
+    fn into_op(self) -> Result<(WriteOp, WriteArgs), Failure> {
+        Ok(match self {
+            AlterAction::AddColumn { definition, write } => (WriteOp::AddColumn(definition), write),
+            AlterAction::DropColumn { name, write } => (WriteOp::DropColumn(name), write),
+            AlterAction::RenameColumn { old, new, write } => (WriteOp::RenameColumn(old, new), write),
+            AlterAction::SetProperty { assignments, write } => {
+                let mut set = BTreeMap::new();
+                for a in &assignments {
+                    let (key, value) = a.split_once('=').ok_or_else(|| WriteError::from(AlterError::BadPropertyAssignment { given: a.clone() }))?;
+                    set.insert(key.trim().to_string(), value.trim().to_string());
+                }
+                (WriteOp::SetProperties(set, Vec::new()), write)
+            }
+            AlterAction::UnsetProperty { keys, write } => (WriteOp::SetProperties(BTreeMap::new(), keys), write),
+        })
+    }
 }
 
 fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
@@ -240,6 +312,18 @@ enum WriteOp {
     Delete(String),
     Update(Vec<Assignment>, Option<String>),
     Merge(PathBuf, Vec<String>),
+    AddColumn(String),
+    DropColumn(String),
+    RenameColumn(String, String),
+    SetProperties(BTreeMap<String, String>, Vec<String>),
+    Compact(u64),
+}
+
+/// Compaction progress on stderr (stdout carries only the outcome).
+fn compact_progress(done: usize, total: usize) {
+    if total > 0 {
+        eprintln!("compact: rewrote {done} of {total} group{}", if total == 1 { "" } else { "s" });
+    }
 }
 
 impl WriteOp {
@@ -252,6 +336,11 @@ impl WriteOp {
             WriteOp::Delete(sql) => table.prepare_delete(sql).await,
             WriteOp::Update(set, sql) => table.prepare_update(set, sql.as_deref()).await,
             WriteOp::Merge(file, keys) => table.prepare_merge_files(std::slice::from_ref(file), keys).await,
+            WriteOp::AddColumn(definition) => table.prepare_add_column(definition).await,
+            WriteOp::DropColumn(name) => table.prepare_drop_column(name).await,
+            WriteOp::RenameColumn(from, to) => table.prepare_rename_column(from, to).await,
+            WriteOp::SetProperties(set, unset) => table.prepare_set_properties(set, unset).await,
+            WriteOp::Compact(target) => table.prepare_compact(*target, &compact_progress).await,
         }
     }
 
@@ -264,6 +353,11 @@ impl WriteOp {
             WriteOp::Delete(sql) => table.delete(sql, options).await,
             WriteOp::Update(set, sql) => table.update(set, sql.as_deref(), options).await,
             WriteOp::Merge(file, keys) => table.merge_files(std::slice::from_ref(file), keys, options).await,
+            WriteOp::AddColumn(definition) => table.add_column(definition, options).await,
+            WriteOp::DropColumn(name) => table.drop_column(name, options).await,
+            WriteOp::RenameColumn(from, to) => table.rename_column(from, to, options).await,
+            WriteOp::SetProperties(set, unset) => table.set_properties(set, unset, options).await,
+            WriteOp::Compact(target) => table.compact(*target, options, &compact_progress).await,
         }
     }
 }
@@ -318,6 +412,11 @@ async fn run(command: Command) -> Result<(), Failure> {
         Command::Delete { uri, filter, write } => cx.write(&uri, WriteOp::Delete(filter), &write).await?,
         Command::Update { uri, set, filter, write } => cx.write(&uri, WriteOp::Update(set, filter), &write).await?,
         Command::Merge { uri, file, on, write } => cx.write(&uri, WriteOp::Merge(file, on), &write).await?,
+        Command::Alter { uri, action } => {
+            let (op, write) = action.into_op()?;
+            cx.write(&uri, op, &write).await?
+        }
+        Command::Compact { uri, target_rows, write } => cx.write(&uri, WriteOp::Compact(target_rows), &write).await?,
         Command::Commit { uri, staged_ids, write } => {
             let table = cx.open(&uri).await?;
             for id in &staged_ids {

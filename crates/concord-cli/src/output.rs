@@ -86,8 +86,11 @@ pub fn print_commit(info: &CommitInfo, as_json: bool) -> Result<(), Failure> {
             "rebased_over": info.rebased_over,
             "rerun": info.rerun,
             "idempotent_replay": info.idempotent_replay,
+            "abandoned": info.abandoned,
         });
         writeln!(out, "{value}")?;
+    } else if let Some(reason) = &info.abandoned {
+        writeln!(out, "nothing committed ({}): {reason}; the table stays at version {}", info.operation, info.version)?;
     } else if info.idempotent_replay {
         writeln!(out, "already committed as version {} ({}); nothing written", info.version, info.operation)?;
     } else {
@@ -119,7 +122,7 @@ pub fn print_history(history: &[VersionInfo], format: ListFormat) -> Result<(), 
     match format {
         ListFormat::Json => writeln!(out, "{}", serde_json::to_string(history).expect("history serializes"))?,
         ListFormat::Table => {
-            writeln!(out, "{:>8}  {:<27}  {:<10}  {:>6}  {:>8}  {:>10}  {:>10}  {:>10}  rebased_over", "version", "timestamp", "operation", "read", "attempts", "written", "deleted", "rows")?;
+            writeln!(out, "{:>8}  {:<27}  {:<14}  {:>6}  {:>8}  {:>10}  {:>10}  {:>10}  rebased_over", "version", "timestamp", "operation", "read", "attempts", "written", "deleted", "rows")?;
             for v in history {
                 let read = v.read_version.map_or("-".to_string(), |r| r.to_string());
                 let rebased = match v.rebased_over.as_slice() {
@@ -130,7 +133,7 @@ pub fn print_history(history: &[VersionInfo], format: ListFormat) -> Result<(), 
                 };
                 let rebased = if v.rerun { format!("{rebased} (re-ran)") } else { rebased };
                 let ts = v.timestamp.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
-                writeln!(out, "{:>8}  {:<27}  {:<10}  {:>6}  {:>8}  {:>10}  {:>10}  {:>10}  {}", v.version, ts, v.operation, read, v.attempts, v.rows_written, v.rows_deleted, v.rows, rebased)?;
+                writeln!(out, "{:>8}  {:<27}  {:<14}  {:>6}  {:>8}  {:>10}  {:>10}  {:>10}  {}", v.version, ts, v.operation, read, v.attempts, v.rows_written, v.rows_deleted, v.rows, rebased)?;
             }
         }
     }
@@ -143,7 +146,8 @@ pub fn print_schema(schema: &Schema, format: ListFormat) -> Result<(), Failure> 
         ListFormat::Json => writeln!(out, "{}", serde_json::to_string(&schema.fields).expect("schema serializes"))?,
         ListFormat::Table => {
             for f in &schema.fields {
-                writeln!(out, "{} {}{}", f.name, f.column_type, if f.nullable { "" } else { " not null" })?;
+                let default = f.default.as_deref().map_or(String::new(), |d| format!(" default {}", concord::sql_literal(d)));
+                writeln!(out, "{} {}{}{default}", f.name, f.column_type, if f.nullable { "" } else { " not null" })?;
             }
         }
     }

@@ -128,6 +128,33 @@ pub enum ScanError {
     Storage(#[from] StorageError),
 }
 
+/// A schema or property change is not valid for the table. Nothing was written.
+#[derive(Debug, thiserror::Error)]
+pub enum AlterError {
+    #[error(transparent)]
+    Definition(#[from] crate::format::schema::SchemaParseError),
+    #[error("the table already has a column '{name}'; pick another name (or drop it first)")]
+    ColumnExists { name: String },
+    #[error("the table has no column '{name}'; it has: {known}")]
+    NoSuchColumn { name: String, known: String },
+    #[error("'{name}' is the table's last column; a table needs at least one (add another first)")]
+    LastColumn { name: String },
+    #[error("column '{name}' is not null but has no default, so existing rows would have no value; add a default (\"... not null default <expr>\") or make it nullable")]
+    RequiredWithoutDefault { name: String },
+    #[error("the default of column '{name}' ('{sql}') is not usable: {reason}")]
+    BadDefault { name: String, sql: String, reason: String },
+    #[error("'{name}' is not a valid column name; use letters, digits and '_', not starting with a digit")]
+    BadName { name: String },
+    #[error("unknown table property '{key}'; known properties: {known}")]
+    UnknownProperty { key: String, known: String },
+    #[error("property '{key}' cannot be '{value}': {expected}")]
+    BadPropertyValue { key: String, value: String, expected: String },
+    #[error("'{given}' is not of the form key=value")]
+    BadPropertyAssignment { given: String },
+    #[error("compaction needs --target-rows of at least 1 (got {given})")]
+    BadTargetRows { given: u64 },
+}
+
 /// A write operation (append, overwrite, restore, ...) failed. Nothing was committed.
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
@@ -135,6 +162,8 @@ pub enum WriteError {
     Input(#[from] InputError),
     #[error(transparent)]
     Predicate(#[from] PredicateError),
+    #[error(transparent)]
+    Alter(#[from] AlterError),
     #[error("no staged transaction {id} in this table; `--stage` prints the ids it creates")]
     StagedNotFound { id: String },
     #[error("version {version} cannot be restored: versions run from {oldest} to {latest}")]

@@ -17,21 +17,22 @@ mod txn;
 
 pub use env::{Clock, Env, RandomSource, StdRandom, SystemClock};
 pub use error::{
-    CommitError, CorruptObject, CreateError, InputError, OpenError, PredicateError, ScanError, StorageError, UriError, WriteError,
+    AlterError, CommitError, CorruptObject, CreateError, InputError, OpenError, PredicateError, ScanError, StorageError, UriError, WriteError,
 };
 pub use format::manifest::{
-    Assignment, DataFile, DeletionRef, Fragment, FragmentDeletion, IsolationLevel, Manifest, NewFragment, Operation, SegmentRef,
+    Assignment, CompactGroup, CompactInput, DataFile, DeletionRef, Fragment, FragmentDeletion, IsolationLevel, Manifest, NewColumn, NewFragment,
+    Operation, SegmentRef,
     TransactionRecord,
     FORMAT_VERSION, PROPERTY_ISOLATION,
 };
 pub use format::naming::{parse_version_file_name, version_file_name};
-pub use format::schema::{ColumnType, Field, Schema, SchemaParseError};
+pub use format::schema::{sql_literal, ColumnSpec, ColumnType, Field, Schema, SchemaParseError};
 pub use io::scan::ScanMetrics;
 pub use storage::{
     CommitCoordinator, CoordinatorCapabilities, CreateOutcome, LatestLookup, ObjectStoreCoordinator, StoreKind, StoreResolver,
     TableLocation,
 };
-pub use table::{ScanOptions, Table, TableScan, VersionInfo};
+pub use table::{ScanOptions, Table, TableScan, VersionInfo, DEFAULT_COMPACT_TARGET_ROWS};
 pub use txn::conflict::{resolve as resolve_conflict, RerunScope, Resolution, Winner};
 pub use txn::{CommitInfo, CommitOptions, PreparedTransaction, RetryPolicy};
 

@@ -20,7 +20,7 @@ const DELETES: [&str; 5] = ["id % 2 = 0", "id < 20", "id >= 80", "id % 3 = 1", "
 
 
 /// What one writer did: rows each committed append/overwrite wrote, and the
-/// transactions that failed.
+/// transactions that failed or gave way (committing nothing).
 #[derive(Default)]
 struct Log {
     written: HashMap<uuid::Uuid, Vec<i64>>,
@@ -34,7 +34,7 @@ async fn writer(table: Table, seed: u64, ops: usize, tight_budget: bool) -> Log 
     let options = CommitOptions { retry, ..CommitOptions::default() };
     let mut log = Log::default();
     for _ in 0..ops {
-        let outcome = match pick(20) {
+        let outcome = match pick(23) {
             0..=10 => {
                 let ids: Vec<i64> = (0..1 + pick(8)).map(|_| pick(100) as i64).collect();
                 table.append(&[rows(table.schema(), ids.iter().copied())], &options).await.map(|i| (i, Some(ids)))
@@ -59,17 +59,35 @@ async fn writer(table: Table, seed: u64, ops: usize, tight_budget: bool) -> Log 
                 let sql = DELETES[pick(DELETES.len() as u64) as usize];
                 table.overwrite_where(&[rows(table.schema(), ids.iter().copied())], sql, &options).await.map(|i| (i, Some(ids)))
             }
-            _ => {
+            19 => {
                 let latest = table.latest().await.unwrap().version();
                 table.restore(pick(latest + 1), &options).await.map(|i| (i, None))
             }
+            // Compaction yields to the others; it may find nothing left to do.
+            20 | 21 => table.compact(1 + pick(40), &options, &|_, _| {}).await.map(|i| (i, None)),
+            // A column nobody writes: added (or, if there, dropped) concurrently.
+            _ => {
+                let latest = table.latest().await.unwrap();
+                if latest.schema().field("extra").is_some() {
+                    table.drop_column("extra", &options).await.map(|i| (i, None))
+                } else {
+                    table.add_column("extra int default 7", &options).await.map(|i| (i, None))
+                }
+            }
         };
         match outcome {
+            Ok((info, _)) if info.abandoned.is_some() => log.failed.push("compaction gave way".into()),
             Ok((info, Some(ids))) => {
                 log.written.insert(info.transaction_id, ids);
             }
             Ok((_, None)) => {}
             Err(WriteError::Commit(CommitError::TooMuchContention { .. })) if tight_budget => log.failed.push("contention".into()),
+            // Two writers adding "extra" at once: the later one is rightly incompatible;
+            // dropping a column another writer dropped first: it no longer exists.
+            Err(WriteError::Commit(CommitError::Incompatible { reason, .. })) if reason.contains("'extra'") => log.failed.push("add race".into()),
+            Err(WriteError::Alter(concord::AlterError::ColumnExists { .. } | concord::AlterError::NoSuchColumn { .. })) => {
+                log.failed.push("alter race".into())
+            }
             Err(e) => panic!("seed {seed}: unexpected error {e}"),
         }
         tokio::task::yield_now().await;
@@ -95,9 +113,14 @@ async fn check_replay(table: &Table, written: &HashMap<uuid::Uuid, Vec<i64>>, se
                 let matches = oracle_predicate(predicate);
                 previous.into_iter().filter(|id| !matches(*id)).collect()
             }
-            // An update changes scores, never which rows exist (a lost or resurrected
-            // row would show here).
-            Operation::Update { .. } => previous,
+            // An update changes scores, a compaction moves rows, a schema change adds or
+            // drops a column: never which rows exist (a lost or resurrected row shows here).
+            Operation::Update { .. }
+            | Operation::Compact { .. }
+            | Operation::AddColumn { .. }
+            | Operation::DropColumn { .. }
+            | Operation::RenameColumn { .. }
+            | Operation::SetProperties { .. } => previous,
             Operation::Merge { .. } => {
                 let source = &written[&info.transaction_id];
                 previous.into_iter().filter(|id| !source.contains(id)).chain(source.iter().copied()).collect()

@@ -10,5 +10,6 @@ mod conformance;
 mod delete;
 mod format;
 mod histories;
+mod matrix;
 mod merge;
 mod update;

@@ -122,6 +122,36 @@ pub struct Assignment {
     pub expr: String,
 }
 
+/// A column added by a schema change. Its field id is assigned at commit time (the
+/// base version's `next_field_id`), so concurrent adds never share an id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewColumn {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub column_type: super::schema::ColumnType,
+    pub nullable: bool,
+    /// The default's value as text castable to the type (evaluated at prepare time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<String>,
+}
+
+/// One fragment a compaction rewrites, as it read it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompactInput {
+    pub fragment_id: u64,
+    /// The fragment's deletion vector when read (`None`: no deleted rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion: Option<String>,
+    pub live_rows: u64,
+}
+
+/// Small or deletion-riddled fragments rewritten as `outputs` (their live rows, in order).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompactGroup {
+    pub inputs: Vec<CompactInput>,
+    pub outputs: Vec<NewFragment>,
+}
+
 /// What a transaction does; enough to replay it on the previous version.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -154,6 +184,17 @@ pub enum Operation {
         deletions: Vec<FragmentDeletion>,
         fragments: Vec<NewFragment>,
     },
+    /// Adds a column; files written before read it as its default (or NULL).
+    AddColumn { column: NewColumn },
+    /// Removes column `field_id` (named `name` when prepared); its data stays in old files,
+    /// unread. A no-op if the column is already gone.
+    DropColumn { field_id: u32, name: String },
+    /// Renames column `field_id` from `from` to `to`; data files are untouched.
+    RenameColumn { field_id: u32, from: String, to: String },
+    /// Sets and removes table properties (e.g. `isolation`).
+    SetProperties { set: BTreeMap<String, String>, unset: Vec<String> },
+    /// Rewrites groups of fragments (live rows only) as fewer, larger ones.
+    Compact { target_rows: u64, groups: Vec<CompactGroup> },
 }
 
 impl Operation {
@@ -167,6 +208,11 @@ impl Operation {
             Operation::ReplaceWhere { .. } => "overwrite",
             Operation::Update { .. } => "update",
             Operation::Merge { .. } => "merge",
+            Operation::AddColumn { .. } => "add_column",
+            Operation::DropColumn { .. } => "drop_column",
+            Operation::RenameColumn { .. } => "rename_column",
+            Operation::SetProperties { .. } => "set_properties",
+            Operation::Compact { .. } => "compact",
         }
     }
 
@@ -180,7 +226,15 @@ impl Operation {
             | Operation::Merge { fragments, .. } => {
                 fragments.iter().map(|f| f.rows).sum()
             }
-            Operation::Create | Operation::Restore { .. } | Operation::Delete { .. } => 0,
+            // A compaction moves rows; it adds none.
+            Operation::Create
+            | Operation::Restore { .. }
+            | Operation::Delete { .. }
+            | Operation::AddColumn { .. }
+            | Operation::DropColumn { .. }
+            | Operation::RenameColumn { .. }
+            | Operation::SetProperties { .. }
+            | Operation::Compact { .. } => 0,
         }
     }
 }

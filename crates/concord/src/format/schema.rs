@@ -8,6 +8,8 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
 
+use arrow::array::{new_null_array, Array, ArrayRef, StringArray};
+use arrow::compute::cast;
 use arrow::datatypes::{DataType as ArrowType, Field as ArrowField, Schema as ArrowSchema, SchemaRef, TimeUnit};
 use serde::{Deserialize, Serialize};
 
@@ -106,6 +108,31 @@ pub struct Field {
     #[serde(rename = "type")]
     pub column_type: ColumnType,
     pub nullable: bool,
+    /// Value of rows written before the column existed (and of rows appended without
+    /// it), as text castable to the column type; `None` reads as NULL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<String>,
+}
+
+impl Field {
+    /// `rows` copies of the value this column has in a data file that lacks it.
+    pub fn default_array(&self, rows: usize) -> ArrayRef {
+        let to = self.column_type.arrow_type();
+        match &self.default {
+            None => new_null_array(&to, rows),
+            Some(text) => {
+                let one: ArrayRef = Arc::new(StringArray::from(vec![text.as_str()]));
+                match cast(&one, &to) {
+                    Ok(value) if value.is_valid(0) => {
+                        let indices = arrow::array::UInt32Array::from(vec![0u32; rows]);
+                        arrow::compute::take(&value, &indices, None).expect("index 0 of a one-row array")
+                    }
+                    // Defaults are checked when the column is added; an unreadable one reads as NULL.
+                    _ => new_null_array(&to, rows),
+                }
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -126,35 +153,85 @@ pub enum SchemaParseError {
     UnknownType { type_name: String },
     #[error("column '{name}' is defined twice")]
     DuplicateColumn { name: String },
+    #[error("'{definition}': defaults are given when adding a column (concord alter <uri> add-column \"name type default expr\"), not at create")]
+    DefaultAtCreate { definition: String },
+}
+
+/// One column definition: `name type [not null] [default <SQL expression>]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ColumnSpec {
+    pub name: String,
+    pub column_type: ColumnType,
+    pub nullable: bool,
+    /// The default's SQL expression, as written (evaluated when the column is added).
+    pub default_sql: Option<String>,
+}
+
+impl ColumnSpec {
+    pub fn parse(definition: &str) -> Result<ColumnSpec, SchemaParseError> {
+        let bad = || SchemaParseError::BadDefinition { definition: definition.trim().to_string() };
+        let (head, default_sql) = match find_word(definition, "default") {
+            Some(at) => {
+                let expr = definition[at + "default".len()..].trim();
+                if expr.is_empty() {
+                    return Err(bad());
+                }
+                (&definition[..at], Some(expr.to_string()))
+            }
+            None => (definition, None),
+        };
+        let words: Vec<&str> = head.split_whitespace().collect();
+        let (name, rest) = match words.split_first() {
+            Some((name, rest)) if !rest.is_empty() => (*name, rest),
+            _ => return Err(bad()),
+        };
+        let lower: Vec<String> = rest.iter().map(|w| w.to_ascii_lowercase()).collect();
+        let (type_words, nullable) = if lower.len() >= 2 && lower[lower.len() - 2..] == ["not", "null"] {
+            (&rest[..rest.len() - 2], false)
+        } else if lower.last().map(String::as_str) == Some("null") {
+            (&rest[..rest.len() - 1], true)
+        } else {
+            (rest, true)
+        };
+        if type_words.is_empty() {
+            return Err(bad());
+        }
+        let column_type: ColumnType = type_words.join(" ").parse()?;
+        Ok(ColumnSpec { name: name.trim_matches('"').to_string(), column_type, nullable, default_sql })
+    }
+}
+
+/// Byte offset of `word` as a whole whitespace-separated word, case-insensitively.
+fn find_word(text: &str, word: &str) -> Option<usize> {
+    let lower = text.to_ascii_lowercase();
+    let mut from = 0;
+    while let Some(i) = lower[from..].find(word) {
+        let at = from + i;
+        let before = at == 0 || lower.as_bytes()[at - 1].is_ascii_whitespace();
+        let end = at + word.len();
+        let after = end == lower.len() || lower.as_bytes()[end].is_ascii_whitespace();
+        if before && after {
+            return Some(at);
+        }
+        from = end;
+    }
+    None
 }
 
 impl Schema {
     /// Parses `"id bigint not null, name varchar"`; field ids are assigned in order from 0.
+    /// Defaults are given when adding a column (`alter ... add-column`), not here.
     pub fn parse(definition: &str) -> Result<Schema, SchemaParseError> {
         let mut fields: Vec<Field> = Vec::new();
         for (idx, part) in definition.split(',').map(str::trim).filter(|p| !p.is_empty()).enumerate() {
-            let words: Vec<&str> = part.split_whitespace().collect();
-            let (name, rest) = match words.split_first() {
-                Some((name, rest)) if !rest.is_empty() => (*name, rest),
-                _ => return Err(SchemaParseError::BadDefinition { definition: part.to_string() }),
-            };
-            let lower: Vec<String> = rest.iter().map(|w| w.to_ascii_lowercase()).collect();
-            let (type_words, nullable) = if lower.len() >= 2 && lower[lower.len() - 2..] == ["not", "null"] {
-                (&rest[..rest.len() - 2], false)
-            } else if lower.last().map(String::as_str) == Some("null") {
-                (&rest[..rest.len() - 1], true)
-            } else {
-                (rest, true)
-            };
-            if type_words.is_empty() {
-                return Err(SchemaParseError::BadDefinition { definition: part.to_string() });
+            let spec = ColumnSpec::parse(part)?;
+            if spec.default_sql.is_some() {
+                return Err(SchemaParseError::DefaultAtCreate { definition: part.to_string() });
             }
-            let column_type: ColumnType = type_words.join(" ").parse()?;
-            let name = name.trim_matches('"').to_string();
-            if fields.iter().any(|f| f.name == name) {
-                return Err(SchemaParseError::DuplicateColumn { name });
+            if fields.iter().any(|f| f.name == spec.name) {
+                return Err(SchemaParseError::DuplicateColumn { name: spec.name });
             }
-            fields.push(Field { id: idx as u32, name, column_type, nullable });
+            fields.push(Field { id: idx as u32, name: spec.name, column_type: spec.column_type, nullable: spec.nullable, default: None });
         }
         if fields.is_empty() {
             return Err(SchemaParseError::Empty);
@@ -199,10 +276,18 @@ impl Schema {
     pub fn definition(&self) -> String {
         self.fields
             .iter()
-            .map(|f| format!("{} {}{}", f.name, f.column_type, if f.nullable { "" } else { " not null" }))
+            .map(|f| {
+                let default = f.default.as_ref().map_or(String::new(), |d| format!(" default {}", sql_literal(d)));
+                format!("{} {}{}{default}", f.name, f.column_type, if f.nullable { "" } else { " not null" })
+            })
             .collect::<Vec<_>>()
             .join(", ")
     }
+}
+
+/// `text` as a SQL string literal.
+pub fn sql_literal(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
 }
 
 #[cfg(test)]
@@ -225,5 +310,18 @@ mod tests {
         assert!(matches!(Schema::parse("id"), Err(SchemaParseError::BadDefinition { .. })));
         assert!(matches!(Schema::parse("id uuid128"), Err(SchemaParseError::UnknownType { .. })));
         assert!(matches!(Schema::parse("a int, a bigint"), Err(SchemaParseError::DuplicateColumn { .. })));
+        assert!(matches!(Schema::parse("a int default 1"), Err(SchemaParseError::DefaultAtCreate { .. })));
+    }
+
+    #[test]
+    fn column_specs_with_defaults() {
+        let s = ColumnSpec::parse("qty int not null default 1 + 2").unwrap();
+        assert_eq!((s.name.as_str(), s.column_type, s.nullable, s.default_sql.as_deref()), ("qty", ColumnType::Int, false, Some("1 + 2")));
+        let s = ColumnSpec::parse("defaulted varchar DEFAULT 'a, b'").unwrap();
+        assert_eq!((s.name.as_str(), s.default_sql.as_deref()), ("defaulted", Some("'a, b'")));
+        assert!(ColumnSpec::parse("x int default").is_err());
+        let f = Field { id: 3, name: "x".into(), column_type: ColumnType::Timestamp, nullable: true, default: Some("2024-01-02T03:04:05Z".into()) };
+        let a = f.default_array(3);
+        assert_eq!((a.len(), a.null_count()), (3, 0));
     }
 }

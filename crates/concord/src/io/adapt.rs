@@ -1,11 +1,12 @@
 //! Matching a data file's columns to the table schema by field id.
 //!
 //! Invariant: a column is identified by its field id, never by name or position, so a
-//! renamed column still reads its old files and a column added later reads as NULL.
+//! renamed column still reads its old files and a column added later reads as its
+//! default (NULL without one).
 
 
 
-use arrow::array::{new_null_array, ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow::compute::cast;
 use arrow::datatypes::SchemaRef;
 use arrow::error::ArrowError;
@@ -32,7 +33,7 @@ pub(crate) fn to_table_columns(
             match found {
                 Some(i) if batch.column(i).data_type() == out.data_type() => Ok(batch.column(i).clone()),
                 Some(i) => cast(batch.column(i), out.data_type()),
-                None => Ok(new_null_array(out.data_type(), rows)),
+                None => Ok(field.default_array(rows)),
             }
         })
         .collect::<Result<Vec<ArrayRef>, ArrowError>>()?;

@@ -93,7 +93,8 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// Every input column must be a table column (once); every not-null table column must be present.
+    /// Every input column must be a table column (once); every not-null table column without
+    /// a default must be present.
     fn check_names<'n>(&self, names: impl IntoIterator<Item = &'n str>) -> Result<(), InputError> {
         let mut seen = HashSet::new();
         for name in names {
@@ -108,7 +109,7 @@ impl<'a> Ctx<'a> {
                 return Err(self.unparsable(format!("column '{name}' appears more than once")));
             }
         }
-        match self.schema.fields.iter().find(|f| !f.nullable && !seen.contains(f.name.as_str())) {
+        match self.schema.fields.iter().find(|f| !f.nullable && f.default.is_none() && !seen.contains(f.name.as_str())) {
             Some(f) => Err(InputError::MissingColumn { file: self.file.to_string(), column: f.name.clone() }),
             None => Ok(()),
         }
@@ -132,7 +133,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Maps a type-checked input batch onto the table schema: casts each column, fills absent
-    /// (nullable) columns with nulls and rejects nulls in not-null columns. `first_row` is the
+    /// columns with their default (NULL without one) and rejects nulls in not-null columns. `first_row` is the
     /// 0-based index of the batch's first row in the file; `line_of` maps a row index to the
     /// line number reported in `InvalidValue`.
     fn conform(&self, batch: &RecordBatch, first_row: usize, line_of: &dyn Fn(usize) -> u64) -> Result<RecordBatch, InputError> {
@@ -141,7 +142,7 @@ impl<'a> Ctx<'a> {
         for field in &self.schema.fields {
             let column = match batch.column_by_name(&field.name) {
                 Some(input) => self.cast_checked(input, field, first_row, line_of)?,
-                None => new_null_array(&field.column_type.arrow_type(), rows),
+                None => field.default_array(rows),
             };
             if !field.nullable && column.null_count() > 0 {
                 let row = (0..rows).find(|&i| column.is_null(i)).unwrap_or(0);

@@ -70,7 +70,4 @@ impl RowTest for KeySet {
         let nulls = |i: usize| batch.columns().iter().any(|c| c.is_null(i));
         Ok(rows.iter().enumerate().map(|(i, row)| Some(!nulls(i) && self.keys.contains(&row.owned()))).collect())
     }
-    fn constant_value(&self) -> Result<bool, ArrowError> {
-        Ok(false)
-    }
 }

@@ -59,8 +59,13 @@ pub(crate) trait RowTest: Send + Sync {
     }
     /// Rows for which the test holds (NULL counts as false).
     fn evaluate(&self, batch: &RecordBatch) -> Result<BooleanArray, ArrowError>;
-    /// The test's value on a row whose columns are all NULL (files lacking the columns).
-    fn constant_value(&self) -> Result<bool, ArrowError>;
+    /// The test's value on a row of a file lacking all its columns: each column at its
+    /// default (NULL without one).
+    fn constant_value(&self) -> Result<bool, ArrowError> {
+        let columns = self.fields().iter().map(|f| f.default_array(1)).collect();
+        let batch = RecordBatch::try_new_with_options(self.schema().clone(), columns, &RecordBatchOptions::new().with_row_count(Some(1)))?;
+        Ok(self.evaluate(&batch)?.value(0))
+    }
 }
 
 impl RowTest for Predicate {
@@ -75,9 +80,6 @@ impl RowTest for Predicate {
     }
     fn evaluate(&self, batch: &RecordBatch) -> Result<BooleanArray, ArrowError> {
         Predicate::evaluate(self, batch)
-    }
-    fn constant_value(&self) -> Result<bool, ArrowError> {
-        Predicate::constant_value(self)
     }
 }
 
@@ -105,14 +107,6 @@ impl Predicate {
             Some(b) => Ok(b.clone()),
             None => Ok(BooleanArray::from(vec![false; batch.num_rows()])),
         }
-    }
-
-    /// For a predicate on no columns (or only columns a file lacks, so all NULL):
-    /// its value on a single all-NULL row.
-    pub fn constant_value(&self) -> Result<bool, ArrowError> {
-        let columns = self.schema.fields().iter().map(|f| arrow::array::new_null_array(f.data_type(), 1)).collect();
-        let batch = RecordBatch::try_new_with_options(self.schema.clone(), columns, &RecordBatchOptions::new().with_row_count(Some(1)))?;
-        Ok(self.evaluate(&batch)?.value(0))
     }
 }
 

@@ -20,14 +20,27 @@ pub const ROW_GROUP_ROWS: usize = 64 * 1024;
 
 /// Writes `batches` (already conforming to `schema`) as fragments of at most
 /// `MAX_ROWS_PER_FILE` rows, one data file each.
+///
+/// A nullable column without a default that is NULL in every row is not written: it
+/// reads back as NULL all the same, and a write that carries no values for a column
+/// does not conflict with a concurrent drop of it.
 pub(crate) async fn write_fragments(
     store: &TableStore,
     env: &Env,
     schema: &Schema,
     batches: &[RecordBatch],
 ) -> Result<Vec<NewFragment>, WriteError> {
-    let file_schema = schema.arrow_schema_with_field_ids();
-    let fields: Vec<u32> = schema.fields.iter().map(|f| f.id).collect();
+    let mut keep: Vec<usize> = (0..schema.fields.len())
+        .filter(|&i| {
+            let f = &schema.fields[i];
+            !(f.nullable && f.default.is_none() && batches.iter().all(|b| b.column(i).null_count() == b.num_rows()))
+        })
+        .collect();
+    if keep.is_empty() {
+        keep.push(0); // a data file needs a column to carry its row count
+    }
+    let file_schema = std::sync::Arc::new(schema.arrow_schema_with_field_ids().project(&keep).map_err(|e| WriteError::Encode { reason: e.to_string() })?);
+    let fields: Vec<u32> = keep.iter().map(|&i| schema.fields[i].id).collect();
     let props = WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
@@ -37,7 +50,7 @@ pub(crate) async fn write_fragments(
     let mut encoded: Vec<(Vec<u8>, u64)> = Vec::new();
     let mut current: Option<(ArrowWriter<Vec<u8>>, u64)> = None;
     for batch in batches {
-        let batch = RecordBatch::try_new(file_schema.clone(), batch.columns().to_vec())
+        let batch = RecordBatch::try_new(file_schema.clone(), keep.iter().map(|&i| batch.column(i).clone()).collect())
             .map_err(|e| WriteError::Encode { reason: e.to_string() })?;
         let mut offset = 0;
         while offset < batch.num_rows() {

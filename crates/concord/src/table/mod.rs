@@ -1,5 +1,6 @@
 //! The table API: one handle per (table, version).
 
+mod maintain;
 mod read;
 mod write;
 
@@ -15,6 +16,7 @@ use crate::format::schema::Schema;
 use crate::storage::{TableLocation, TableStore};
 use crate::txn::commit;
 
+pub use maintain::DEFAULT_COMPACT_TARGET_ROWS;
 pub use read::{ScanOptions, TableScan, VersionInfo};
 
 /// A table at one version. Cheap to clone. Writes commit on top of the latest version

@@ -224,7 +224,7 @@ impl Table {
     /// Prepare and commit in one call. The idempotency check comes first, so a replay
     /// writes nothing; files of a transaction known not to have committed are removed
     /// (never when the outcome is unknown: they may be part of a committed version).
-    async fn run(
+    pub(super) async fn run(
         &self,
         options: &CommitOptions,
         prepare: impl std::future::Future<Output = Result<PreparedTransaction, WriteError>>,
@@ -242,7 +242,7 @@ impl Table {
         Ok(result?)
     }
 
-    fn transaction(&self, operation: Operation) -> PreparedTransaction {
+    pub(super) fn transaction(&self, operation: Operation) -> PreparedTransaction {
         PreparedTransaction {
             id: self.env.new_uuid(),
             read_version: self.version(),
@@ -305,6 +305,12 @@ fn written_files(operation: &Operation) -> Vec<&str> {
             .map(|d| d.path.as_str())
             .chain(fragments.iter().flat_map(|f| f.files.iter().map(|d| d.path.as_str())))
             .collect(),
-        Operation::Create | Operation::Restore { .. } => Vec::new(),
+        Operation::Compact { groups, .. } => groups.iter().flat_map(|g| g.outputs.iter().flat_map(|f| f.files.iter().map(|d| d.path.as_str()))).collect(),
+        Operation::Create
+        | Operation::Restore { .. }
+        | Operation::AddColumn { .. }
+        | Operation::DropColumn { .. }
+        | Operation::RenameColumn { .. }
+        | Operation::SetProperties { .. } => Vec::new(),
     }
 }

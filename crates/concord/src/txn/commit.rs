@@ -9,7 +9,7 @@ use bytes::Bytes;
 use chrono::{DateTime, TimeDelta, Utc};
 
 use super::conflict::{self, RerunScope, Resolution, Winner};
-use super::{append, apply, delete, merge, overwrite, restore, update, CommitInfo, CommitOptions, PreparedTransaction};
+use super::{alter, append, apply, compact, delete, merge, overwrite, restore, update, CommitInfo, CommitOptions, PreparedTransaction};
 use crate::env::Env;
 use crate::error::{CommitError, CorruptObject, CreateError, StorageError};
 use crate::format::manifest::{Manifest, Operation, TransactionRecord, FORMAT_VERSION};
@@ -60,6 +60,16 @@ pub(crate) async fn commit(
         if let Some(scope) = judged.pending_rerun.take() {
             rerun_into(store, env, &base, &mut operation, &scope, &mut scratch).await?;
             rerun_done = true;
+        }
+        if let Operation::Compact { groups, .. } = &operation {
+            if groups.is_empty() {
+                let reason = if rerun_done {
+                    "newer versions changed or removed every fragment it was rewriting"
+                } else {
+                    "no fragment is smaller than the target or has deleted rows"
+                };
+                return Ok(abandoned(&base, txn, attempts, reason));
+            }
         }
         let version = latest + 1;
         let record = Record { operation: &operation, attempts, rebased_over: &judged.rebased_over, rerun: rerun_done };
@@ -257,6 +267,11 @@ async fn next_manifest(
             let (segments, next_fragment_id) = apply::add_fragments(store, env, deleted.segments, deleted.next_fragment_id, fragments).await?;
             (apply::NextState { segments, next_fragment_id, ..deleted }, rows)
         }
+        Operation::Compact { groups, .. } => (compact::apply(store, env, base, groups).await?, 0),
+        Operation::AddColumn { .. } | Operation::DropColumn { .. } | Operation::RenameColumn { .. } | Operation::SetProperties { .. } => {
+            let schema = alter::schema_after(&base.schema, record.operation);
+            (apply::NextState { schema, segments: base.segments.clone(), next_fragment_id: base.next_fragment_id }, 0)
+        }
         Operation::Create => unreachable!("create commits version 0 through create_table"),
     };
     Ok(Manifest {
@@ -277,7 +292,7 @@ async fn next_manifest(
         schema: next.schema,
         segments: next.segments,
         next_fragment_id: next.next_fragment_id,
-        properties: base.properties.clone(),
+        properties: alter::properties_after(base, record.operation),
     })
 }
 
@@ -302,6 +317,11 @@ async fn rerun_into(
     scope: &RerunScope,
     scratch: &mut Scratch,
 ) -> Result<(), CommitError> {
+    if let Operation::Compact { groups, .. } = operation {
+        let replaced = compact::revalidate(store, env, base, groups).await?;
+        store.delete_best_effort(replaced.iter().map(String::as_str)).await;
+        return Ok(());
+    }
     if let Operation::Merge { keys, deletions, fragments, .. } = operation {
         // The source rows stay as written; only which existing rows they replace changes.
         if scratch.merge_keys.is_none() {
@@ -385,6 +405,23 @@ pub(crate) async fn create_table(store: &TableStore, manifest: &Manifest) -> Res
     Ok(created)
 }
 
+/// The outcome of a maintenance transaction that gave way: nothing committed, the table
+/// stays at `base`.
+fn abandoned(base: &Manifest, txn: &PreparedTransaction, attempts: u32, reason: &str) -> CommitInfo {
+    CommitInfo {
+        version: base.version,
+        operation: txn.operation.name().to_string(),
+        transaction_id: txn.id,
+        attempts,
+        rebased_over: Vec::new(),
+        rerun: true,
+        rows_written: 0,
+        rows_deleted: 0,
+        idempotent_replay: false,
+        abandoned: Some(reason.to_string()),
+    }
+}
+
 /// The outcome reported for `manifest`'s transaction (committed now, earlier, or as a
 /// replay of an idempotency key).
 pub(crate) fn commit_info(manifest: &Manifest) -> CommitInfo {
@@ -399,5 +436,6 @@ pub(crate) fn commit_info(manifest: &Manifest) -> CommitInfo {
         rows_written: record.operation.rows_written(),
         rows_deleted: record.rows_deleted,
         idempotent_replay: false,
+        abandoned: None,
     }
 }

@@ -3,7 +3,7 @@
 
 use std::ops::Range;
 
-use crate::format::manifest::{IsolationLevel, Manifest, Operation};
+use crate::format::manifest::{CompactGroup, FragmentDeletion, IsolationLevel, Manifest, Operation};
 use crate::format::schema::Schema;
 
 pub use super::delete::RerunScope;
@@ -30,37 +30,116 @@ pub struct Winner<'a> {
 
 /// The resolution of `ours` (prepared against `our_schema`) over `winner`.
 pub fn resolve(ours: &Operation, our_schema: &Schema, isolation: IsolationLevel, winner: Winner<'_>) -> Resolution {
+    let theirs = &winner.manifest.schema;
+    let their_op = &winner.manifest.transaction.operation;
     match ours {
         Operation::Create => rule_create_never_races(),
-        Operation::Append { fragments } | Operation::Overwrite { fragments } => {
-            let written = fragments.iter().flat_map(|f| f.files.iter()).flat_map(|f| f.fields.iter().copied());
-            rule_written_columns_still_fit(written.collect(), our_schema, &winner.manifest.schema)
-        }
+        Operation::Append { fragments } => rule_written_columns_still_fit(written_fields(fragments), our_schema, theirs),
+        Operation::Overwrite { .. } => rule_overwrite_rebases(),
         Operation::Restore { .. } => rule_restore_rebases(),
-        Operation::Delete { columns, .. } => match rule_read_columns_still_exist(columns, our_schema, &winner.manifest.schema) {
-            Some(incompatible) => incompatible,
-            None => rule_delete_over(&winner.manifest.transaction.operation, isolation, winner.added),
-        },
-        Operation::Update { columns, deletions, fragments, .. } | Operation::Merge { columns, deletions, fragments, .. } => {
-            let written = fragments.iter().flat_map(|f| f.files.iter()).flat_map(|f| f.fields.iter().copied()).collect();
-            let touched: Vec<u64> = deletions.iter().map(|d| d.fragment_id).collect();
-            rule_read_columns_still_exist(columns, our_schema, &winner.manifest.schema)
-                .or_else(|| match rule_written_columns_still_fit(written, our_schema, &winner.manifest.schema) {
-                    Resolution::Rebase => None,
-                    incompatible => Some(incompatible),
-                })
-                .unwrap_or_else(|| rule_rewrite_over(&winner.manifest.transaction.operation, isolation, winner.added, &touched))
-        }
+        Operation::Delete { columns, deletions, .. } => rule_read_columns_still_exist(columns, our_schema, theirs)
+            .unwrap_or_else(|| rule_delete_over(their_op, isolation, winner.added, &touched(deletions))),
+        // An update's rows carry every column, but only the columns it reads or sets are
+        // its own: a winner dropping another column just drops it from the new rows too.
+        Operation::Update { columns, deletions, .. } => rule_read_columns_still_exist(columns, our_schema, theirs)
+            .unwrap_or_else(|| rule_rewrite_over(their_op, isolation, winner.added, &touched(deletions))),
+        Operation::Merge { columns, deletions, fragments, .. } => rule_read_columns_still_exist(columns, our_schema, theirs)
+            .or_else(|| incompatible_only(rule_written_columns_still_fit(written_fields(fragments), our_schema, theirs)))
+            .unwrap_or_else(|| rule_rewrite_over(their_op, isolation, winner.added, &touched(deletions))),
         // The delete half decides re-runs; the rows it writes must still fit.
-        Operation::ReplaceWhere { columns, fragments, .. } => {
-            let written = fragments.iter().flat_map(|f| f.files.iter()).flat_map(|f| f.fields.iter().copied()).collect();
-            rule_read_columns_still_exist(columns, our_schema, &winner.manifest.schema)
-                .or_else(|| match rule_written_columns_still_fit(written, our_schema, &winner.manifest.schema) {
-                    Resolution::Rebase => None,
-                    incompatible => Some(incompatible),
-                })
-                .unwrap_or_else(|| rule_delete_over(&winner.manifest.transaction.operation, isolation, winner.added))
-        }
+        Operation::ReplaceWhere { columns, deletions, fragments, .. } => rule_read_columns_still_exist(columns, our_schema, theirs)
+            .or_else(|| incompatible_only(rule_written_columns_still_fit(written_fields(fragments), our_schema, theirs)))
+            .unwrap_or_else(|| rule_delete_over(their_op, isolation, winner.added, &touched(deletions))),
+        Operation::AddColumn { column } => rule_added_name_still_free(&column.name, our_schema, theirs),
+        Operation::DropColumn { .. } => rule_drop_rebases(),
+        Operation::RenameColumn { field_id, from, to } => rule_renamed_column_unchanged(*field_id, from, to, theirs),
+        Operation::SetProperties { .. } => rule_properties_rebase(),
+        Operation::Compact { .. } => rule_compaction_yields(their_op),
+    }
+}
+
+fn written_fields(fragments: &[crate::format::manifest::NewFragment]) -> Vec<u32> {
+    fragments.iter().flat_map(|f| f.files.iter()).flat_map(|f| f.fields.iter().copied()).collect()
+}
+
+fn touched(deletions: &[FragmentDeletion]) -> Vec<u64> {
+    deletions.iter().map(|d| d.fragment_id).collect()
+}
+
+fn incompatible_only(resolution: Resolution) -> Option<Resolution> {
+    match resolution {
+        Resolution::Rebase => None,
+        other => Some(other),
+    }
+}
+
+/// Fragments a compaction winner rewrote (its inputs).
+fn compacted(groups: &[CompactGroup]) -> Vec<u64> {
+    groups.iter().flat_map(|g| g.inputs.iter().map(|i| i.fragment_id)).collect()
+}
+
+/// Overwrite replaces every row whatever happened since its read: always rebases.
+/// (Columns added since read as their default in its rows; columns dropped since are
+/// dropped from them.)
+fn rule_overwrite_rebases() -> Resolution {
+    Resolution::Rebase
+}
+
+/// Dropping a column rebases over anything; if a winner dropped it already, the drop
+/// commits as a no-op.
+fn rule_drop_rebases() -> Resolution {
+    Resolution::Rebase
+}
+
+/// Property changes apply to the newest properties: always rebase.
+fn rule_properties_rebase() -> Resolution {
+    Resolution::Rebase
+}
+
+/// Adding a column conflicts only with a winner that made the same name taken (added
+/// it too, or renamed a column to it).
+fn rule_added_name_still_free(name: &str, ours: &Schema, theirs: &Schema) -> Resolution {
+    match theirs.field(name) {
+        Some(taken) if ours.field_by_id(taken.id).is_none_or(|f| f.name != name) => Resolution::Incompatible {
+            reason: format!("it added a column named '{name}' ({}) too; re-run the add under another name if both are wanted", taken.column_type),
+        },
+        _ => Resolution::Rebase,
+    }
+}
+
+/// Renaming conflicts with a winner that removed or renamed the same column, or that
+/// took the new name.
+fn rule_renamed_column_unchanged(field_id: u32, from: &str, to: &str, theirs: &Schema) -> Resolution {
+    let reason = match theirs.field_by_id(field_id) {
+        None => format!("it removed column '{from}'"),
+        Some(f) if f.name != from => format!("it renamed column '{from}' to '{}'", f.name),
+        Some(_) => match theirs.field(to) {
+            Some(taken) if taken.id != field_id => format!("it added a column named '{to}'"),
+            _ => return Resolution::Rebase,
+        },
+    };
+    Resolution::Incompatible { reason }
+}
+
+/// Compaction yields (contract matrix, row "compact"): a winner that may have changed
+/// the fragments it rewrites (deleted rows in them, replaced or compacted them) makes it
+/// re-check every group against the new state: redo groups whose deletions changed,
+/// drop groups with a fragment gone, abandon if none is left. Other winners: rebase.
+fn rule_compaction_yields(winner: &Operation) -> Resolution {
+    match winner {
+        Operation::Delete { .. }
+        | Operation::Update { .. }
+        | Operation::Merge { .. }
+        | Operation::ReplaceWhere { .. }
+        | Operation::Overwrite { .. }
+        | Operation::Restore { .. }
+        | Operation::Compact { .. } => Resolution::Rerun(RerunScope::Everything),
+        Operation::Create
+        | Operation::Append { .. }
+        | Operation::AddColumn { .. }
+        | Operation::DropColumn { .. }
+        | Operation::RenameColumn { .. }
+        | Operation::SetProperties { .. } => Resolution::Rebase,
     }
 }
 
@@ -71,12 +150,12 @@ fn rule_read_columns_still_exist(read: &[u32], ours: &Schema, theirs: &Schema) -
         let name = ours.field_by_id(*id).map_or_else(|| format!("#{id}"), |f| f.name.clone());
         let mine = ours.field_by_id(*id);
         let reason = match (mine, theirs.field_by_id(*id)) {
-            (_, None) => format!("it removed column '{name}', which this operation's predicate reads"),
+            (_, None) => format!("it removed column '{name}', which this operation reads or sets"),
             (Some(m), Some(t)) if m.name != t.name => {
-                format!("it renamed column '{}' to '{}', which this operation's predicate reads", m.name, t.name)
+                format!("it renamed column '{}' to '{}', which this operation reads or sets by name", m.name, t.name)
             }
             (Some(m), Some(t)) if m.column_type != t.column_type => {
-                format!("it changed column '{}' from {} to {}, which this operation's predicate reads", m.name, m.column_type, t.column_type)
+                format!("it changed column '{}' from {} to {}, which this operation reads or sets", m.name, m.column_type, t.column_type)
             }
             _ => return None,
         };
@@ -85,18 +164,20 @@ fn rule_read_columns_still_exist(read: &[u32], ours: &Schema, theirs: &Schema) -
 }
 
 /// Update or merge over a winner (contract matrix, rows "update" and "merge/upsert"):
-/// - a winner that removed or rewrote rows of fragments this update rewrote (delete,
-///   update, replace, in an overlapping fragment), or replaced the table (overwrite,
-///   restore): re-run the whole update on the new state, so that it applies its SET to
-///   the winner's version of the rows and never brings back rows the winner removed
-///   (a merge re-matches its keys: it replaces whatever rows then hold them);
-/// - a winner that added fragments (append, or update / replace / merge elsewhere):
-///   serializable re-runs on them (a merge re-matches keys the winner inserted, so two
-///   concurrent upserts of one new key leave one row);
-///   serializable re-runs on them; snapshot leaves rows it never saw;
-/// - otherwise rebase.
+/// - a winner that removed, rewrote or moved rows of fragments this update rewrote
+///   (delete, update, replace, merge or compaction of an overlapping fragment), or
+///   replaced the table (overwrite, restore): re-run the whole update on the new state,
+///   so that it applies its SET to the winner's version of the rows and never brings
+///   back rows the winner removed (a merge re-matches its keys: it replaces whatever
+///   rows then hold them);
+/// - a winner that added fragments (append; update, replace, merge or compaction
+///   elsewhere): serializable re-runs on them (a merge re-matches keys the winner
+///   inserted, so two concurrent upserts of one new key leave one row; a compaction's
+///   output holds rows of fragments appended since our read); snapshot leaves rows it
+///   never saw;
+/// - otherwise (schema and property changes, disjoint deletes) rebase.
 fn rule_rewrite_over(winner: &Operation, isolation: IsolationLevel, added: Range<u64>, touched: &[u64]) -> Resolution {
-    let overlaps = |deletions: &[crate::format::manifest::FragmentDeletion]| deletions.iter().any(|d| touched.contains(&d.fragment_id));
+    let overlaps = |deletions: &[FragmentDeletion]| deletions.iter().any(|d| touched.contains(&d.fragment_id));
     match winner {
         Operation::Overwrite { .. } | Operation::Restore { .. } => Resolution::Rerun(RerunScope::Everything),
         Operation::Delete { deletions, .. }
@@ -107,7 +188,8 @@ fn rule_rewrite_over(winner: &Operation, isolation: IsolationLevel, added: Range
         {
             Resolution::Rerun(RerunScope::Everything)
         }
-        Operation::Append { .. } | Operation::Update { .. } | Operation::ReplaceWhere { .. } | Operation::Merge { .. }
+        Operation::Compact { groups, .. } if compacted(groups).iter().any(|id| touched.contains(id)) => Resolution::Rerun(RerunScope::Everything),
+        Operation::Append { .. } | Operation::Update { .. } | Operation::ReplaceWhere { .. } | Operation::Merge { .. } | Operation::Compact { .. }
             if isolation == IsolationLevel::Serializable && !added.is_empty() =>
         {
             Resolution::Rerun(RerunScope::Fragments(vec![added]))
@@ -120,16 +202,33 @@ fn rule_rewrite_over(winner: &Operation, isolation: IsolationLevel, added: Range
 /// - append: serializable re-evaluates the predicate on the appended fragments;
 ///   snapshot leaves rows it never saw;
 /// - delete: deletion vectors merge when applied;
+/// - update, replace, merge: they added fragments (new versions of rows): re-run on
+///   them like on an append (snapshot: only if they rewrote fragments we delete from,
+///   so that their new version of a row we delete does not survive);
+/// - compaction: our deletions in fragments it rewrote would be lost with them, so
+///   re-run on its output fragments (under snapshot too when it rewrote fragments we
+///   delete from; serializable always, as its output may hold rows appended since);
 /// - overwrite / restore: serializable re-runs on the new table; under snapshot the
-///   rows it saw are gone, nothing to do.
-fn rule_delete_over(winner: &Operation, isolation: IsolationLevel, added: Range<u64>) -> Resolution {
+///   rows it saw are gone, nothing to do;
+/// - schema and property changes: rebase (a dropped predicate column fails earlier).
+fn rule_delete_over(winner: &Operation, isolation: IsolationLevel, added: Range<u64>, touched: &[u64]) -> Resolution {
     let serializable = isolation == IsolationLevel::Serializable;
     match winner {
         Operation::Append { .. } if serializable && !added.is_empty() => Resolution::Rerun(RerunScope::Fragments(vec![added])),
         Operation::Overwrite { .. } | Operation::Restore { .. } if serializable => Resolution::Rerun(RerunScope::Everything),
-        // A winner's replace-where or update added fragments too (for an update: the new
-        // versions of the rows it changed); re-run on them like on an append.
         Operation::ReplaceWhere { .. } | Operation::Update { .. } | Operation::Merge { .. } if serializable && !added.is_empty() => {
+            Resolution::Rerun(RerunScope::Fragments(vec![added]))
+        }
+        // Snapshot too: the winner rewrote rows of fragments we delete from; its new
+        // versions of those rows must not survive our delete (no lost delete).
+        Operation::ReplaceWhere { deletions, .. } | Operation::Update { deletions, .. } | Operation::Merge { deletions, .. }
+            if !added.is_empty() && deletions.iter().any(|d| touched.contains(&d.fragment_id)) =>
+        {
+            Resolution::Rerun(RerunScope::Fragments(vec![added]))
+        }
+        Operation::Compact { groups, .. }
+            if !added.is_empty() && (serializable || compacted(groups).iter().any(|id| touched.contains(id))) =>
+        {
             Resolution::Rerun(RerunScope::Fragments(vec![added]))
         }
         Operation::Create
@@ -139,7 +238,12 @@ fn rule_delete_over(winner: &Operation, isolation: IsolationLevel, added: Range<
         | Operation::Delete { .. }
         | Operation::ReplaceWhere { .. }
         | Operation::Update { .. }
-        | Operation::Merge { .. } => Resolution::Rebase,
+        | Operation::Merge { .. }
+        | Operation::Compact { .. }
+        | Operation::AddColumn { .. }
+        | Operation::DropColumn { .. }
+        | Operation::RenameColumn { .. }
+        | Operation::SetProperties { .. } => Resolution::Rebase,
     }
 }
 
@@ -155,7 +259,7 @@ fn rule_restore_rebases() -> Resolution {
 
 /// Data written for our schema still fits the winner's schema: every column we wrote
 /// exists there by field id with the same type, and every not-null column of the winner's
-/// schema was written by us. (Appends over appends, overwrites, restores that keep the
+/// schema without a default was written by us. (Appends over appends, overwrites, restores that keep the
 /// schema: rebase.)
 fn rule_written_columns_still_fit(mut written: Vec<u32>, ours: &Schema, theirs: &Schema) -> Resolution {
     if written.is_empty() {
@@ -177,7 +281,7 @@ fn rule_written_columns_still_fit(mut written: Vec<u32>, ours: &Schema, theirs: 
             _ => {}
         }
     }
-    if let Some(missing) = theirs.fields.iter().find(|f| !f.nullable && written.binary_search(&f.id).is_err()) {
+    if let Some(missing) = theirs.fields.iter().find(|f| !f.nullable && f.default.is_none() && written.binary_search(&f.id).is_err()) {
         return Resolution::Incompatible {
             reason: format!("it made column '{}' required (not null), and this write has no values for it", missing.name),
         };
@@ -266,7 +370,7 @@ mod tests {
             ),
             ("new required column we lack", {
                 let mut s = base.clone();
-                s.fields.push(Field { id: 2, name: "z".into(), column_type: ColumnType::Int, nullable: false });
+                s.fields.push(Field { id: 2, name: "z".into(), column_type: ColumnType::Int, nullable: false, default: None });
                 s
             }, vec![0, 1], false),
         ];

@@ -1,12 +1,15 @@
 //! Transactions: prepared against a read version, committed with rebase on conflict.
 //!
-//! One file per action (`append`, `overwrite`, `restore`) computes the next state from
+//! One file per action (`append`, `overwrite`, `restore`, `delete`, `update`, `merge`,
+//! `alter`, `compact`) computes the next state from
 //! a base version; `conflict` decides (purely) whether a winner allows a rebase;
 //! `commit` runs the attempt loop.
 
+pub(crate) mod alter;
 mod append;
 pub(crate) mod apply;
 pub(crate) mod commit;
+pub(crate) mod compact;
 pub mod conflict;
 pub(crate) mod delete;
 pub(crate) mod merge;
@@ -61,4 +64,7 @@ pub struct CommitInfo {
     pub rows_deleted: u64,
     /// True when an earlier version already carried the idempotency key: nothing new was written.
     pub idempotent_replay: bool,
+    /// Set when a maintenance operation (compaction) gave way to concurrent writers and
+    /// committed nothing: why. `version` is then the latest version it saw.
+    pub abandoned: Option<String>,
 }

@@ -1,0 +1,162 @@
+//! Schema changes, table properties and compaction.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow::compute::cast;
+use arrow::datatypes::{DataType, Schema as ArrowSchema};
+
+use super::Table;
+use crate::error::{AlterError, PredicateError, WriteError};
+use crate::format::manifest::{IsolationLevel, NewColumn, Operation, PROPERTY_ISOLATION};
+use crate::format::schema::{ColumnSpec, Field, Schema};
+use crate::io::predicate;
+use crate::io::writer::MAX_ROWS_PER_FILE;
+use crate::txn::{alter, compact, CommitInfo, CommitOptions, PreparedTransaction};
+
+/// Compaction's default `target_rows`: one full data file.
+pub const DEFAULT_COMPACT_TARGET_ROWS: u64 = MAX_ROWS_PER_FILE as u64;
+
+/// Properties a table understands, and what their values may be.
+const KNOWN_PROPERTIES: &[(&str, &str)] = &[(PROPERTY_ISOLATION, "serializable or snapshot")];
+
+impl Table {
+    /// Adds a column: `"name type [not null] [default <SQL expression>]"`. Existing rows
+    /// read it as the default (NULL without one); no data file is rewritten.
+    pub async fn add_column(&self, definition: &str, options: &CommitOptions) -> Result<CommitInfo, WriteError> {
+        self.run(options, self.prepare_add_column(definition)).await
+    }
+
+    /// Removes a column. Its values stay in old data files, unread.
+    pub async fn drop_column(&self, name: &str, options: &CommitOptions) -> Result<CommitInfo, WriteError> {
+        self.run(options, self.prepare_drop_column(name)).await
+    }
+
+    pub async fn rename_column(&self, from: &str, to: &str, options: &CommitOptions) -> Result<CommitInfo, WriteError> {
+        self.run(options, self.prepare_rename_column(from, to)).await
+    }
+
+    /// Sets (`set`) and removes (`unset`) table properties, e.g. `isolation=snapshot`.
+    pub async fn set_properties(&self, set: &BTreeMap<String, String>, unset: &[String], options: &CommitOptions) -> Result<CommitInfo, WriteError> {
+        self.run(options, self.prepare_set_properties(set, unset)).await
+    }
+
+    /// Rewrites small fragments (fewer live rows than `target_rows`) and fragments with
+    /// deleted rows into fragments of up to `target_rows` rows. Gives way to concurrent
+    /// writers; if nothing is left to do, commits nothing (`CommitInfo::abandoned`).
+    /// `progress(done, total)` is called as groups of fragments are rewritten.
+    pub async fn compact(&self, target_rows: u64, options: &CommitOptions, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<CommitInfo, WriteError> {
+        self.run(options, self.prepare_compact(target_rows, progress)).await
+    }
+
+    pub async fn prepare_add_column(&self, definition: &str) -> Result<PreparedTransaction, WriteError> {
+        let base = self.latest().await?;
+        let spec = ColumnSpec::parse(definition).map_err(AlterError::from)?;
+        if !alter::valid_column_name(&spec.name) {
+            return Err(AlterError::BadName { name: spec.name }.into());
+        }
+        if base.schema().field(&spec.name).is_some() {
+            return Err(AlterError::ColumnExists { name: spec.name }.into());
+        }
+        let default = match &spec.default_sql {
+            Some(sql) => evaluate_default(&spec, sql)?,
+            None => None,
+        };
+        if !spec.nullable && default.is_none() {
+            return Err(AlterError::RequiredWithoutDefault { name: spec.name }.into());
+        }
+        let column = NewColumn { name: spec.name, column_type: spec.column_type, nullable: spec.nullable, default };
+        Ok(base.transaction(Operation::AddColumn { column }))
+    }
+
+    pub async fn prepare_drop_column(&self, name: &str) -> Result<PreparedTransaction, WriteError> {
+        let base = self.latest().await?;
+        let field = base.existing_column(name)?;
+        if base.schema().fields.len() == 1 {
+            return Err(AlterError::LastColumn { name: name.to_string() }.into());
+        }
+        Ok(base.transaction(Operation::DropColumn { field_id: field.id, name: field.name.clone() }))
+    }
+
+    pub async fn prepare_rename_column(&self, from: &str, to: &str) -> Result<PreparedTransaction, WriteError> {
+        let base = self.latest().await?;
+        let field = base.existing_column(from)?;
+        if !alter::valid_column_name(to) {
+            return Err(AlterError::BadName { name: to.to_string() }.into());
+        }
+        if base.schema().field(to).is_some() {
+            return Err(AlterError::ColumnExists { name: to.to_string() }.into());
+        }
+        Ok(base.transaction(Operation::RenameColumn { field_id: field.id, from: field.name.clone(), to: to.to_string() }))
+    }
+
+    pub async fn prepare_set_properties(&self, set: &BTreeMap<String, String>, unset: &[String]) -> Result<PreparedTransaction, WriteError> {
+        let base = self.latest().await?;
+        for key in set.keys().chain(unset) {
+            if !KNOWN_PROPERTIES.iter().any(|(k, _)| k == key) {
+                let known = KNOWN_PROPERTIES.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", ");
+                return Err(AlterError::UnknownProperty { key: key.clone(), known }.into());
+            }
+        }
+        if let Some(value) = set.get(PROPERTY_ISOLATION) {
+            if IsolationLevel::parse(value).is_none() {
+                let expected = KNOWN_PROPERTIES[0].1.to_string();
+                return Err(AlterError::BadPropertyValue { key: PROPERTY_ISOLATION.into(), value: value.clone(), expected }.into());
+            }
+        }
+        let set = set.iter().map(|(k, v)| (k.clone(), if k == PROPERTY_ISOLATION { v.trim().to_ascii_lowercase() } else { v.clone() })).collect();
+        Ok(base.transaction(Operation::SetProperties { set, unset: unset.to_vec() }))
+    }
+
+    /// Plans and rewrites the groups (see [`Table::compact`]); commits nothing.
+    pub async fn prepare_compact(&self, target_rows: u64, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<PreparedTransaction, WriteError> {
+        if target_rows == 0 {
+            return Err(AlterError::BadTargetRows { given: target_rows }.into());
+        }
+        let base = self.latest().await?;
+        let plan = compact::plan(&base.fragments().await?, target_rows);
+        let mut groups = Vec::with_capacity(plan.len());
+        for (done, fragments) in plan.iter().enumerate() {
+            progress(done, plan.len());
+            groups.push(compact::rewrite(&base.store, &base.env, base.schema(), fragments).await?);
+        }
+        progress(plan.len(), plan.len());
+        Ok(base.transaction(Operation::Compact { target_rows, groups }))
+    }
+
+    fn existing_column(&self, name: &str) -> Result<&Field, AlterError> {
+        self.schema()
+            .field(name)
+            .ok_or_else(|| AlterError::NoSuchColumn { name: name.to_string(), known: self.schema().names().join(", ") })
+    }
+}
+
+/// Evaluates a default's SQL expression (which may not read columns) to its value as
+/// text castable to the column type; `None` for a NULL default.
+fn evaluate_default(spec: &ColumnSpec, sql: &str) -> Result<Option<String>, AlterError> {
+    let bad = |reason: String| AlterError::BadDefault { name: spec.name.clone(), sql: sql.to_string(), reason };
+    let no_columns = Schema { fields: Vec::new(), next_field_id: 0 };
+    let (expr, _) = predicate::compile_value(sql, &no_columns).map_err(|e| match e {
+        PredicateError::UnknownColumn { column, .. } => bad(format!("it reads column '{column}'; a default is a constant, e.g. 0, 'n/a' or now()")),
+        other => bad(other.to_string()),
+    })?;
+    let one_row = RecordBatch::try_new_with_options(Arc::new(ArrowSchema::empty()), vec![], &RecordBatchOptions::new().with_row_count(Some(1)))
+        .map_err(|e| bad(e.to_string()))?;
+    let value = expr.evaluate(&one_row).and_then(|v| v.into_array(1)).map_err(|e| bad(e.to_string()))?;
+    if value.is_null(0) {
+        return Ok(None);
+    }
+    let typed = cast(&value, &spec.column_type.arrow_type()).map_err(|e| bad(format!("not a {}: {e}", spec.column_type)))?;
+    if typed.is_null(0) {
+        return Err(bad(format!("not a {} value", spec.column_type)));
+    }
+    let text: ArrayRef = cast(&typed, &DataType::Utf8).map_err(|e| bad(e.to_string()))?;
+    let text = text.as_any().downcast_ref::<arrow::array::StringArray>().map(|s| s.value(0).to_string()).ok_or_else(|| bad("no text form".into()))?;
+    // The stored text must read back as the same value.
+    let field = Field { id: 0, name: spec.name.clone(), column_type: spec.column_type, nullable: true, default: Some(text.clone()) };
+    if field.default_array(1).as_ref() != typed.as_ref() {
+        return Err(bad(format!("the value does not survive storage as text ('{text}')")));
+    }
+    Ok(Some(text))
+}

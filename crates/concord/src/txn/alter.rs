@@ -1,0 +1,75 @@
+//! Schema and property changes. Pure: the next schema (or properties) from the base
+//! version's. Columns are identified by field id, so no data file is rewritten:
+//! old files read an added column as its default, and a dropped column's data stays in
+//! them, unread.
+
+use std::collections::BTreeMap;
+
+use crate::format::manifest::{Manifest, NewColumn, Operation};
+use crate::format::schema::{Field, Schema};
+
+/// The base's schema after `operation` (unchanged for non-schema operations).
+pub(crate) fn schema_after(base: &Schema, operation: &Operation) -> Schema {
+    let mut schema = base.clone();
+    match operation {
+        Operation::AddColumn { column } => {
+            let NewColumn { name, column_type, nullable, default } = column.clone();
+            // Field ids are assigned at commit: concurrent adds never share one.
+            schema.fields.push(Field { id: schema.next_field_id, name, column_type, nullable, default });
+            schema.next_field_id += 1;
+        }
+        // Already gone (a winner dropped it): nothing to do.
+        Operation::DropColumn { field_id, .. } => schema.fields.retain(|f| f.id != *field_id),
+        Operation::RenameColumn { field_id, to, .. } => {
+            if let Some(f) = schema.fields.iter_mut().find(|f| f.id == *field_id) {
+                f.name = to.clone();
+            }
+        }
+        _ => {}
+    }
+    schema
+}
+
+/// The base's properties after `operation` (unchanged unless it sets properties).
+pub(crate) fn properties_after(base: &Manifest, operation: &Operation) -> BTreeMap<String, String> {
+    let mut properties = base.properties.clone();
+    if let Operation::SetProperties { set, unset } = operation {
+        for key in unset {
+            properties.remove(key);
+        }
+        properties.extend(set.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+    properties
+}
+
+/// Whether `name` is usable as a column name (it must be usable unquoted in SQL).
+pub(crate) fn valid_column_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::schema::ColumnType;
+
+    #[test]
+    fn schema_changes_by_field_id() {
+        let base = Schema::parse("id bigint not null, name varchar").unwrap();
+        let add = Operation::AddColumn {
+            column: NewColumn { name: "qty".into(), column_type: ColumnType::Int, nullable: false, default: Some("1".into()) },
+        };
+        let added = schema_after(&base, &add);
+        assert_eq!((added.fields[2].id, added.next_field_id), (2, 3));
+        let renamed = schema_after(&added, &Operation::RenameColumn { field_id: 1, from: "name".into(), to: "label".into() });
+        assert_eq!(renamed.names(), vec!["id", "label", "qty"]);
+        let dropped = schema_after(&renamed, &Operation::DropColumn { field_id: 1, name: "name".into() });
+        assert_eq!(dropped.names(), vec!["id", "qty"]);
+        assert_eq!(schema_after(&dropped, &Operation::DropColumn { field_id: 1, name: "name".into() }), dropped, "dropping twice is a no-op");
+        let readded = schema_after(&dropped, &Operation::AddColumn {
+            column: NewColumn { name: "name".into(), column_type: ColumnType::Varchar, nullable: true, default: None },
+        });
+        assert_eq!(readded.field("name").unwrap().id, 3, "a re-added column never reuses the old id");
+        assert!(valid_column_name("a_1") && !valid_column_name("1a") && !valid_column_name("a b") && !valid_column_name(""));
+    }
+}
