@@ -15,12 +15,12 @@ fn with_isolation(isolation: IsolationLevel) -> CommitOptions {
 }
 
 /// What each transaction wrote, by transaction id (the oracle's input).
-type Written = HashMap<uuid::Uuid, Vec<i64>>;
+pub(crate) type Written = HashMap<uuid::Uuid, Vec<i64>>;
 
 /// The replay oracle: every version's ids equal its transaction applied to the
 /// previous version's ids, by an obviously correct reference over plain sets
 /// (serializable: a delete removes every matching row of the previous version).
-async fn assert_replay_serializable(table: &Table, written: &Written) {
+pub(crate) async fn assert_replay_serializable(table: &Table, written: &Written) {
     let latest = table.latest().await.unwrap();
     let mut states: Vec<BTreeSet<i64>> = Vec::new();
     for info in latest.history().await.unwrap() {

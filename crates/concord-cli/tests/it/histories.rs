@@ -168,3 +168,58 @@ fn random_concurrent_histories_replay_exactly() {
         }
     });
 }
+
+/// The same replay check with every commit its own OS process (`concord ... --json`):
+/// 4 threads, each running a seeded random sequence of CLI writes at once.
+#[test]
+fn random_histories_from_processes_replay_exactly() {
+    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 % 1_000_000;
+    let t = TempTable::create();
+    let threads: Vec<_> = (0..4u64)
+        .map(|w| {
+            let (uri, dir) = (t.uri.clone(), t.dir.path().to_path_buf());
+            std::thread::spawn(move || {
+                let random = StdRandom::seeded(seed * 10 + w);
+                let pick = |n: u64| random.next_u64() % n;
+                let mut written = HashMap::new();
+                for op in 0..6 {
+                    let file = dir.join(format!("w{w}-{op}.csv"));
+                    let ids: Vec<i64> = match pick(10) {
+                        0..=4 => (0..1 + pick(5)).map(|_| pick(100) as i64).collect(),
+                        5 | 6 => (0..1 + pick(3)).map(|_| 90 + pick(15) as i64).collect::<std::collections::BTreeSet<_>>().into_iter().collect(),
+                        _ => Vec::new(),
+                    };
+                    let csv: String = std::iter::once("id,name,score\n".to_string()).chain(ids.iter().map(|id| format!("{id},n{id},{id}\n"))).collect();
+                    std::fs::write(&file, csv).unwrap();
+                    let file = file.to_string_lossy().into_owned();
+                    let sql = DELETES[pick(DELETES.len() as u64) as usize];
+                    let args: Vec<&str> = match (ids.is_empty(), pick(4)) {
+                        (false, _) if ids.iter().all(|id| *id >= 90) => vec!["merge", &uri, &file, "--on", "id"],
+                        (false, _) => vec!["append", &uri, &file],
+                        (true, 0) => vec!["update", &uri, "--set", "score = score + 1", "--where", sql],
+                        (true, 1) => vec!["compact", &uri, "--target-rows", "8"],
+                        _ => vec!["delete", &uri, "--where", sql],
+                    };
+                    let mut args = args;
+                    args.push("--json");
+                    let out: serde_json::Value = serde_json::from_str(&ok(&args)).unwrap();
+                    if !ids.is_empty() {
+                        written.insert(out["transaction_id"].as_str().unwrap().parse::<uuid::Uuid>().unwrap(), ids);
+                    }
+                }
+                written
+            })
+        })
+        .collect();
+    let mut written = HashMap::new();
+    for th in threads {
+        written.extend(th.join().unwrap());
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let versions = runtime.block_on(async {
+        let table = open_table(&StoreResolver::new(), &t.uri).await;
+        check_replay(&table, &written, seed).await
+    });
+    eprintln!("processes, seed {seed}: {} versions, replay exact", versions);
+    assert!(versions > 1);
+}

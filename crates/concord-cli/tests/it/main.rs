@@ -3,9 +3,11 @@
 mod common;
 mod counting;
 
+mod alter;
 mod bad_input;
 mod cli;
 mod concurrency;
+mod compact;
 mod conformance;
 mod delete;
 mod format;

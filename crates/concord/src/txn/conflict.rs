@@ -379,4 +379,53 @@ mod tests {
             assert_eq!(got == Resolution::Rebase, rebases, "{name}: {got:?}");
         }
     }
+
+    /// Schema changes and compaction as our operation: one row per rule.
+    #[test]
+    fn schema_change_and_compaction_rule_table() {
+        use crate::format::manifest::{CompactGroup, CompactInput, NewColumn};
+        let ours_schema = schema("id bigint not null, name varchar");
+        let add = |name: &str| Operation::AddColumn {
+            column: NewColumn { name: name.into(), column_type: ColumnType::Int, nullable: true, default: None },
+        };
+        let rename = Operation::RenameColumn { field_id: 1, from: "name".into(), to: "label".into() };
+        let with_schema = |op: Operation, def: &str| {
+            let mut m = manifest_of(op);
+            m.schema = schema(def);
+            m
+        };
+        let mut dropped_name = with_schema(Operation::DropColumn { field_id: 1, name: "name".into() }, "id bigint not null");
+        dropped_name.schema.next_field_id = 2;
+        let compact = Operation::Compact { target_rows: 10, groups: vec![CompactGroup { inputs: vec![CompactInput { fragment_id: 3, deletion: None, live_rows: 1 }], outputs: vec![] }] };
+        let cases: Vec<(&str, Operation, Manifest, bool)> = vec![
+            ("add over an add of another name", add("qty"), with_schema(add("other"), "id bigint not null, name varchar, other int"), true),
+            ("add over an add of the same name", add("qty"), with_schema(add("qty"), "id bigint not null, name varchar, qty bigint"), false),
+            ("add over a rename to the same name", add("label"), with_schema(rename.clone(), "id bigint not null, label varchar"), false),
+            ("rename over an append", rename.clone(), manifest_of(Operation::Append { fragments: vec![] }), true),
+            ("rename over a drop of the column", rename.clone(), dropped_name.clone(), false),
+            ("rename over a rename of the column", rename.clone(), with_schema(rename.clone(), "id bigint not null, label varchar"), false),
+            ("drop over a drop of the column: no-op", Operation::DropColumn { field_id: 1, name: "name".into() }, dropped_name, true),
+            ("properties over anything", Operation::SetProperties { set: Default::default(), unset: vec![] }, manifest_of(Operation::Overwrite { fragments: vec![] }), true),
+            ("compaction over an append", compact.clone(), manifest_of(Operation::Append { fragments: vec![] }), true),
+        ];
+        for (name, ours, winner, rebases) in cases {
+            let got = resolve(&ours, &ours_schema, IsolationLevel::Serializable, Winner { manifest: &winner, added: 12..12 });
+            assert_eq!(got == Resolution::Rebase, rebases, "{name}: {got:?}");
+            if !rebases {
+                assert!(matches!(got, Resolution::Incompatible { .. }), "{name}: {got:?}");
+            }
+        }
+        let over_delete = resolve(&compact, &ours_schema, IsolationLevel::Serializable, Winner { manifest: &manifest_of(Operation::Delete { predicate: "id = 1".into(), columns: vec![0], deletions: vec![] }), added: 12..12 });
+        assert_eq!(over_delete, Resolution::Rerun(RerunScope::Everything), "compaction re-checks its groups after a delete");
+        // A delete whose fragments a compaction rewrote re-runs on its output, under both levels.
+        let delete = Operation::Delete {
+            predicate: "id = 1".into(),
+            columns: vec![0],
+            deletions: vec![crate::format::manifest::FragmentDeletion { fragment_id: 3, path: "d".into(), rows: 1 }],
+        };
+        for isolation in [IsolationLevel::Serializable, IsolationLevel::Snapshot] {
+            let got = resolve(&delete, &ours_schema, isolation, Winner { manifest: &manifest_of(compact.clone()), added: 12..13 });
+            assert_eq!(got, Resolution::Rerun(RerunScope::Fragments(vec![12..13])), "{isolation:?}");
+        }
+    }
 }
