@@ -9,6 +9,7 @@ pub const USAGE: i32 = 2;
 pub const INCOMPATIBLE: i32 = 3;
 pub const CONTENTION: i32 = 4;
 pub const MOVED: i32 = 5;
+pub const UNSAFE_STORE: i32 = 6;
 pub const NO_TABLE_OR_EXISTS: i32 = 7;
 pub const UNKNOWN_OUTCOME: i32 = 8;
 

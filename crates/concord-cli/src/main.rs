@@ -24,9 +24,13 @@ use output::{ListFormat, RowFormat, RowWriter};
 struct Cli {
     #[command(subcommand)]
     command: Command,
-    /// Store setting, object_store's names (repeatable), e.g. AWS_REGION=us-east-1
+    /// Store setting, object_store's names (repeatable), e.g. AWS_REGION=us-east-1;
+    /// AWS_*, AZURE_* and GOOGLE_* variables of the environment are read too
     #[arg(long = "storage-option", value_name = "KEY=VALUE", global = true)]
     storage_options: Vec<String>,
+    /// Commit through a DynamoDB table (S3-compatible stores without conditional writes)
+    #[arg(long = "commit-coordinator", value_name = "dynamodb://TABLE", env = "CONCORD_COMMIT_COORDINATOR", global = true)]
+    commit_coordinator: Option<String>,
 }
 
 #[derive(Args, Clone)]
@@ -182,6 +186,13 @@ enum Command {
         #[command(flatten)]
         write: WriteArgs,
     },
+    /// Probe the store: is it safe for concurrent commits? (exit 6 if not without a coordinator)
+    Doctor { uri: String },
+    /// Set up a commit coordinator
+    Coordinator {
+        #[command(subcommand)]
+        action: CoordinatorAction,
+    },
     /// Print the schema
     Schema {
         uri: String,
@@ -189,6 +200,15 @@ enum Command {
         at: VersionArgs,
         #[arg(long, value_enum, default_value = "table")]
         format: ListFormat,
+    },
+}
+
+#[derive(Subcommand)]
+enum CoordinatorAction {
+    /// Create the DynamoDB table the coordinator uses (key: tablePath string, version number)
+    CreateTable {
+        #[arg(value_name = "dynamodb://TABLE")]
+        spec: String,
     },
 }
 
@@ -368,6 +388,10 @@ struct Context {
 }
 
 impl Context {
+    fn resolver_has_coordinator(&self) -> bool {
+        self.resolver.commit_coordinator().is_some()
+    }
+
     fn location(&self, uri: &str) -> Result<TableLocation, Failure> {
         Ok(self.resolver.resolve(uri)?)
     }
@@ -398,9 +422,26 @@ impl Context {
     }
 }
 
-async fn run(command: Command) -> Result<(), Failure> {
-    let cx = Context { resolver: StoreResolver::new(), env: Env::system() };
-    match command {
+/// Store settings from the environment: object_store reads these names.
+fn ambient_options() -> Vec<(String, String)> {
+    std::env::vars().filter(|(k, _)| ["AWS_", "AZURE_", "GOOGLE_"].iter().any(|p| k.starts_with(p))).collect()
+}
+
+async fn run(cli: Cli) -> Result<(), Failure> {
+    let explicit: Vec<(String, String)> = cli
+        .storage_options
+        .iter()
+        .map(|o| {
+            let (k, v) = o.split_once('=').expect("checked in main");
+            (k.trim().to_string(), v.to_string())
+        })
+        .collect();
+    let resolver = StoreResolver::new()
+        .with_ambient_options(ambient_options())
+        .with_options(explicit)
+        .with_commit_coordinator(cli.commit_coordinator.clone());
+    let cx = Context { resolver, env: Env::system() };
+    match cli.command {
         Command::Create { uri, schema } => {
             let schema = Schema::parse(&schema)?;
             let table = Table::create(cx.location(&uri)?, cx.env.clone(), schema).await?;
@@ -442,12 +483,54 @@ async fn run(command: Command) -> Result<(), Failure> {
             let history = cx.open(&uri).await?.history().await?;
             output::print_history(&history, format)?;
         }
+        Command::Doctor { uri } => doctor(&cx, &uri).await?,
+        Command::Coordinator { action: CoordinatorAction::CreateTable { spec } } => {
+            let created = concord::create_coordinator_table(&spec, &cx.resolver.options()).await?;
+            println!("{} {spec}", if created { "created" } else { "already exists:" });
+        }
         Command::Schema { uri, at, format } => {
             let table = cx.open_at(&uri, &at).await?;
             output::print_schema(table.schema(), format)?;
         }
     }
     Ok(())
+}
+
+/// `doctor`: probes the store, prints what it found and which commit mode is safe.
+async fn doctor(cx: &Context, uri: &str) -> Result<(), Failure> {
+    let location = cx.location(uri)?;
+    let report = concord::probe_store(&location).await.map_err(|e| Failure { code: exit::OTHER, message: e.to_string() })?;
+    println!("store: {uri}");
+    match &report.create_unsupported {
+        Some(why) => println!("conditional create: not supported ({why})"),
+        None => {
+            println!("conditional create race: {} of {} concurrent writers won (safe: exactly 1)", report.race_winners, concord::PROBE_RACERS);
+            println!("create of an existing object: {}", if report.existing_refused { "refused (If-None-Match enforced)" } else { "ACCEPTED (If-None-Match ignored)" });
+        }
+    }
+    println!("listing order: {}", if report.listing_ordered { "lexicographic (latest version in one LIST page)" } else { "unordered (latest version by hint and probes)" });
+    println!("conditional create round trip: p50 {:.1} ms", report.create_p50_ms);
+    if report.left_behind > 0 {
+        println!("cleanup: {} probe objects could not be removed", report.left_behind);
+    }
+    let coordinated = cx.resolver_has_coordinator();
+    if report.conditional_create_safe() {
+        println!("verdict: SAFE: commits use the store's conditional create");
+        Ok(())
+    } else if coordinated {
+        location.coordinator.latest_version(None).await.map_err(|e| Failure { code: exit::OTHER, message: format!("the commit coordinator is not usable: {e}") })?;
+        println!("verdict: SAFE with the configured commit coordinator (the store alone is not: it does not enforce conditional creates)");
+        Ok(())
+    } else {
+        println!("verdict: UNSAFE: concurrent commits can silently overwrite each other on this store");
+        Err(Failure {
+            code: exit::UNSAFE_STORE,
+            message: "this store does not enforce conditional creates; commit through a DynamoDB coordinator: \
+                      `concord coordinator create-table dynamodb://<table>`, then pass --commit-coordinator dynamodb://<table> \
+                      (or set CONCORD_COMMIT_COORDINATOR)"
+                .into(),
+        })
+    }
 }
 
 fn main() {
@@ -457,7 +540,7 @@ fn main() {
         std::process::exit(exit::USAGE);
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime starts");
-    if let Err(failure) = runtime.block_on(run(cli.command)) {
+    if let Err(failure) = runtime.block_on(run(cli)) {
         if !failure.message.is_empty() {
             eprintln!("error: {}", failure.message);
         }

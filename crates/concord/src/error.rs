@@ -24,10 +24,16 @@ pub struct CorruptObject {
 /// A table URI could not be turned into a store.
 #[derive(Debug, thiserror::Error)]
 pub enum UriError {
-    #[error("unsupported URI scheme '{scheme}://' in '{uri}'; supported: a local path, file://, memory://")]
+    #[error("unsupported URI scheme '{scheme}://' in '{uri}'; supported: a local path, file://, memory://, s3://, az://, gs://")]
     UnsupportedScheme { uri: String, scheme: String },
     #[error("invalid table URI '{uri}': {reason}")]
     Invalid { uri: String, reason: String },
+    #[error("unknown store option '{key}'; use object_store's names, e.g. AWS_REGION, AWS_ENDPOINT_URL, AZURE_STORAGE_ACCOUNT_NAME, GOOGLE_SERVICE_ACCOUNT")]
+    UnknownOption { key: String },
+    #[error("cannot set up the store for '{uri}': {reason}")]
+    StoreConfig { uri: String, reason: String },
+    #[error("commit coordinator '{spec}': {reason}")]
+    Coordinator { spec: String, reason: String },
 }
 
 /// Opening a table, one of its versions, or its history failed.

@@ -29,8 +29,8 @@ pub use format::naming::{parse_version_file_name, version_file_name};
 pub use format::schema::{sql_literal, ColumnSpec, ColumnType, Field, Schema, SchemaParseError};
 pub use io::scan::ScanMetrics;
 pub use storage::{
-    CommitCoordinator, CoordinatorCapabilities, CreateOutcome, LatestLookup, ObjectStoreCoordinator, StoreKind, StoreResolver,
-    TableLocation,
+    create_coordinator_table, latest_lookup, probe_store, CommitCoordinator, CoordinatorCapabilities, CreateOutcome, DynamoDbCoordinator,
+    LatestLookup, Lister, ObjectStoreCoordinator, ProbeReport, ProtocolStep, StoreKind, StoreResolver, TableLocation, PROBE_RACERS,
 };
 pub use table::{ScanOptions, Table, TableScan, VersionInfo, DEFAULT_COMPACT_TARGET_ROWS};
 pub use txn::conflict::{resolve as resolve_conflict, RerunScope, Resolution, Winner};

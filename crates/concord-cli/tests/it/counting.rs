@@ -142,3 +142,27 @@ impl ObjectStore for CountingStore {
         self.inner.copy_opts(from, to, options).await
     }
 }
+
+/// Counts a store's paginated LIST requests into the same [`Counts`].
+pub struct CountingLister {
+    inner: concord::Lister,
+    counts: Arc<Counts>,
+}
+
+impl CountingLister {
+    pub fn wrap(inner: concord::Lister, store: &CountingStore) -> concord::Lister {
+        concord::Lister(Arc::new(CountingLister { inner, counts: store.counts.clone() }))
+    }
+}
+
+#[async_trait]
+impl object_store::list::PaginatedListStore for CountingLister {
+    async fn list_paginated(
+        &self,
+        prefix: Option<&str>,
+        opts: object_store::list::PaginatedListOptions,
+    ) -> Result<object_store::list::PaginatedListResult> {
+        self.counts.lists.fetch_add(1, Ordering::SeqCst);
+        self.inner.0.list_paginated(prefix, opts).await
+    }
+}

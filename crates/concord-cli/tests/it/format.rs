@@ -13,7 +13,7 @@ use concord::{
 };
 use futures::future::BoxFuture;
 
-use crate::conformance::backends;
+use crate::conformance::local_backends;
 
 const TWO_COLUMNS: &str = "id bigint not null, name varchar";
 
@@ -34,7 +34,7 @@ fn rows(schema: &Schema, ids: std::ops::Range<i64>) -> RecordBatch {
 /// fragments and a root manifest referencing it.
 #[tokio::test]
 async fn commit_cost_does_not_grow_with_fragment_count() {
-    let mut fixtures = backends().into_iter();
+    let mut fixtures = local_backends().into_iter();
     let (small, big) = (fixtures.next().unwrap(), fixtures.next().unwrap());
     let schema = Schema::parse(TWO_COLUMNS).unwrap();
 
@@ -108,7 +108,7 @@ impl Clock for FrozenClock {
 
 #[tokio::test]
 async fn timestamps_are_utc_and_strictly_increase_even_with_a_stopped_clock() {
-    let f = backends().into_iter().next().unwrap();
+    let f = local_backends().into_iter().next().unwrap();
     let frozen: DateTime<Utc> = "2020-01-01T00:00:00Z".parse().unwrap();
     let env = Env { clock: Arc::new(FrozenClock(Mutex::new(frozen))), random: Arc::new(StdRandom::seeded(7)) };
     let table = Table::create(f.location.clone(), env, Schema::parse(TWO_COLUMNS).unwrap()).await.unwrap();
@@ -128,7 +128,7 @@ async fn timestamps_are_utc_and_strictly_increase_even_with_a_stopped_clock() {
 async fn seeded_environment_replays_the_same_ids() {
     let mut ids = Vec::new();
     for _ in 0..2 {
-        let f = backends().into_iter().next().unwrap();
+        let f = local_backends().into_iter().next().unwrap();
         let env = Env { clock: Arc::new(concord::SystemClock::default()), random: Arc::new(StdRandom::seeded(42)) };
         let table = Table::create(f.location.clone(), env, Schema::parse(TWO_COLUMNS).unwrap()).await.unwrap();
         let info = table.append(&[rows(table.schema(), 0..3)], &CommitOptions::default()).await.unwrap();
@@ -141,7 +141,7 @@ async fn seeded_environment_replays_the_same_ids() {
 /// get fresh fragment ids.
 #[tokio::test]
 async fn restore_reuses_segments_and_keeps_fragment_ids_unique() {
-    let f = backends().into_iter().next().unwrap();
+    let f = local_backends().into_iter().next().unwrap();
     let table = Table::create(f.location.clone(), Env::system(), Schema::parse(TWO_COLUMNS).unwrap()).await.unwrap();
     for i in 0..3 {
         table.append(&[rows(table.schema(), i * 10..i * 10 + 10)], &CommitOptions::default()).await.unwrap();
@@ -162,7 +162,7 @@ async fn restore_reuses_segments_and_keeps_fragment_ids_unique() {
 /// returns exactly the matching rows.
 #[tokio::test]
 async fn filters_prune_row_groups() {
-    let f = backends().into_iter().next().unwrap();
+    let f = local_backends().into_iter().next().unwrap();
     let table = Table::create(f.location.clone(), Env::system(), Schema::parse(TWO_COLUMNS).unwrap()).await.unwrap();
     table.append(&[rows(table.schema(), 0..200_000)], &CommitOptions::default()).await.unwrap();
     let table = table.latest().await.unwrap();
@@ -183,7 +183,7 @@ async fn filters_prune_row_groups() {
 /// inverted version numbers.
 #[tokio::test]
 async fn manifests_round_trip_and_version_files_are_inverted() {
-    let f = backends().into_iter().next().unwrap();
+    let f = local_backends().into_iter().next().unwrap();
     let table = Table::create(f.location.clone(), Env::system(), Schema::parse(TWO_COLUMNS).unwrap()).await.unwrap();
     table.append(&[rows(table.schema(), 0..3)], &CommitOptions::default()).await.unwrap();
     let manifest = table.latest().await.unwrap().manifest().clone();

@@ -13,5 +13,7 @@ mod delete;
 mod format;
 mod histories;
 mod matrix;
+mod object_stores;
 mod merge;
+mod servers;
 mod update;

@@ -1,11 +1,16 @@
 //! Storage and commit: where bytes live and how a version is created exactly once.
 
 mod coordinator;
+mod dynamodb;
+mod object_stores;
+mod probe;
 mod object_store_coordinator;
 mod table_store;
 mod uri;
 
 pub use coordinator::{CommitCoordinator, CoordinatorCapabilities, CreateOutcome};
-pub use object_store_coordinator::{LatestLookup, ObjectStoreCoordinator};
+pub use object_store_coordinator::{LatestLookup, Lister, ObjectStoreCoordinator};
 pub(crate) use table_store::{decode_manifest, TableStore};
-pub use uri::{StoreKind, StoreResolver, TableLocation};
+pub use dynamodb::{create_coordinator_table, DynamoDbCoordinator, ProtocolStep};
+pub use probe::{probe_store, ProbeReport, PROBE_RACERS};
+pub use uri::{latest_lookup, StoreKind, StoreResolver, TableLocation};

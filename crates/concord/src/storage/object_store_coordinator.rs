@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use futures::TryStreamExt;
 use object_store::path::Path;
+use object_store::list::{PaginatedListOptions, PaginatedListStore};
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use serde::{Deserialize, Serialize};
 
@@ -24,9 +25,22 @@ pub enum LatestLookup {
     HintThenProbe,
 }
 
+/// A store's paginated listing (S3, Azure, GCS), used for one-key LIST pages.
+#[derive(Clone)]
+pub struct Lister(pub Arc<dyn PaginatedListStore>);
+
+impl std::fmt::Debug for Lister {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Lister")
+    }
+}
+
 #[derive(Debug)]
 pub struct ObjectStoreCoordinator {
     store: Arc<dyn ObjectStore>,
+    /// The same store's paginated listing, when it has one (S3, Azure, GCS): finds the
+    /// newest version with a one-key LIST page instead of a full page.
+    lister: Option<Lister>,
     root: Path,
     lookup: LatestLookup,
     /// Put before object paths in messages (e.g. `/` on local disk).
@@ -40,7 +54,12 @@ struct Hint {
 
 impl ObjectStoreCoordinator {
     pub fn new(store: Arc<dyn ObjectStore>, root: Path, lookup: LatestLookup) -> Self {
-        ObjectStoreCoordinator { store, root, lookup, display_prefix: String::new() }
+        ObjectStoreCoordinator { store, lister: None, root, lookup, display_prefix: String::new() }
+    }
+
+    /// Uses `lister` (the same store's paginated listing) for [`LatestLookup::OrderedListing`].
+    pub fn with_lister(self, lister: Option<Lister>) -> Self {
+        ObjectStoreCoordinator { lister, ..self }
     }
 
     pub fn with_display_prefix(self, prefix: impl Into<String>) -> Self {
@@ -88,6 +107,12 @@ impl ObjectStoreCoordinator {
 
     async fn latest_by_listing(&self, ordered: bool) -> Result<Option<u64>, StorageError> {
         let dir = naming::versions_dir(&self.root);
+        if let (true, Some(lister)) = (ordered, &self.lister) {
+            let prefix = format!("{dir}/");
+            let opts = PaginatedListOptions { max_keys: Some(1), ..Default::default() };
+            let page = lister.0.list_paginated(Some(&prefix), opts).await.map_err(|e| self.storage_error("listing", &dir, e))?;
+            return Ok(page.result.objects.iter().find_map(|m| m.location.filename().and_then(naming::parse_version_file_name)));
+        }
         let mut stream = self.store.list(Some(&dir));
         let mut newest: Option<u64> = None;
         while let Some(meta) = stream.try_next().await.map_err(|e| self.storage_error("listing", &dir, e))? {

@@ -1,4 +1,7 @@
-//! Table URIs to stores: local paths, `file://`, `memory://name`.
+//! Table URIs to stores: local paths, `file://`, `memory://name`, `s3://bucket/prefix`,
+//! `az://container/prefix`, `gs://bucket/prefix`. Store settings use object_store's
+//! option names (`AWS_REGION`, `AZURE_STORAGE_ACCOUNT_NAME`, ...) and are given to the
+//! resolver (the command line reads them from the environment; nothing here does).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -8,7 +11,7 @@ use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::ObjectStore;
 
-use super::object_store_coordinator::{LatestLookup, ObjectStoreCoordinator};
+use super::object_store_coordinator::{LatestLookup, Lister, ObjectStoreCoordinator};
 use super::CommitCoordinator;
 use crate::error::UriError;
 
@@ -17,6 +20,9 @@ use crate::error::UriError;
 pub enum StoreKind {
     Local,
     Memory,
+    S3,
+    Azure,
+    Gcs,
 }
 
 /// Where a table lives and how it commits.
@@ -29,30 +35,75 @@ pub struct TableLocation {
     pub root: Path,
     pub kind: StoreKind,
     pub coordinator: Arc<dyn CommitCoordinator>,
+    /// Put before object paths in messages, e.g. `/` or `s3://bucket/`.
+    pub display_prefix: String,
+    /// The store's paginated listing, if it has one (see [`TableLocation::with_lister`]).
+    pub lister: Option<Lister>,
 }
 
 impl TableLocation {
     /// A location on `store` under `root`, committing by put-if-absent on the store.
     pub fn on_store(uri: impl Into<String>, store: Arc<dyn ObjectStore>, root: Path, kind: StoreKind) -> Self {
-        let lookup = match kind {
-            StoreKind::Local | StoreKind::Memory => LatestLookup::HintThenProbe,
-        };
-        let coordinator =
-            Arc::new(ObjectStoreCoordinator::new(store.clone(), root.clone(), lookup).with_display_prefix(display_prefix(kind)));
-        TableLocation { uri: uri.into(), store, root, kind, coordinator }
+        Self::on_store_named(uri, store, root, kind, default_prefix(kind))
+    }
+
+    /// As [`TableLocation::on_store`], naming objects in messages as `display_prefix` + path.
+    pub fn on_store_named(uri: impl Into<String>, store: Arc<dyn ObjectStore>, root: Path, kind: StoreKind, display_prefix: impl Into<String>) -> Self {
+        let display_prefix = display_prefix.into();
+        let coordinator = Arc::new(
+            ObjectStoreCoordinator::new(store.clone(), root.clone(), latest_lookup(kind)).with_display_prefix(display_prefix.clone()),
+        );
+        TableLocation { uri: uri.into(), store, root, kind, coordinator, display_prefix, lister: None }
+    }
+
+    /// The same location, finding the newest version with `lister` (the same store's
+    /// paginated listing: one-key LIST pages).
+    pub fn with_lister(self, lister: Lister) -> Self {
+        let coordinator = Arc::new(
+            ObjectStoreCoordinator::new(self.store.clone(), self.root.clone(), latest_lookup(self.kind))
+                .with_display_prefix(self.display_prefix.clone())
+                .with_lister(Some(lister.clone())),
+        );
+        TableLocation { coordinator, lister: Some(lister), ..self }
+    }
+
+    /// The same location committing through `coordinator` instead.
+    pub fn with_coordinator(self, coordinator: Arc<dyn CommitCoordinator>) -> Self {
+        TableLocation { coordinator, ..self }
     }
 
     /// How an object of this location is named in messages: a path the user can use.
     pub fn display(&self, path: &Path) -> String {
-        format!("{}{path}", display_prefix(self.kind))
+        format!("{}{path}", self.display_prefix)
     }
 }
 
-fn display_prefix(kind: StoreKind) -> &'static str {
+/// How the latest version is found on a store: object stores list keys in order (one
+/// LIST page finds the newest); local disk and memory do not.
+pub fn latest_lookup(kind: StoreKind) -> LatestLookup {
+    match kind {
+        StoreKind::Local | StoreKind::Memory => LatestLookup::HintThenProbe,
+        StoreKind::S3 | StoreKind::Azure | StoreKind::Gcs => LatestLookup::OrderedListing,
+    }
+}
+
+fn default_prefix(kind: StoreKind) -> &'static str {
     match kind {
         StoreKind::Local => "/",
         StoreKind::Memory => "memory:///",
+        StoreKind::S3 => "s3:///",
+        StoreKind::Azure => "az:///",
+        StoreKind::Gcs => "gs:///",
     }
+}
+
+/// A store setting and whether an unknown key is an error (given explicitly) or ignored
+/// (picked up from a broad source such as the environment).
+#[derive(Debug, Clone)]
+struct StoreOption {
+    key: String,
+    value: String,
+    strict: bool,
 }
 
 /// Turns URIs into locations. Holds the named in-memory stores it created, so two
@@ -60,11 +111,45 @@ fn display_prefix(kind: StoreKind) -> &'static str {
 #[derive(Debug, Default)]
 pub struct StoreResolver {
     memory: Mutex<HashMap<String, Arc<InMemory>>>,
+    options: Vec<StoreOption>,
+    /// `dynamodb://<table>`: commit through a DynamoDB coordinator (S3 only).
+    coordinator: Option<String>,
 }
 
 impl StoreResolver {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Adds store settings (object_store names, e.g. `AWS_REGION`); a key no store
+    /// understands is an error when the store is resolved.
+    pub fn with_options(mut self, options: impl IntoIterator<Item = (String, String)>) -> Self {
+        self.options.extend(options.into_iter().map(|(key, value)| StoreOption { key, value, strict: true }));
+        self
+    }
+
+    /// Adds settings from a broad source (e.g. every `AWS_*` variable of the
+    /// environment): keys the store does not know are ignored. Explicit options win.
+    pub fn with_ambient_options(mut self, options: impl IntoIterator<Item = (String, String)>) -> Self {
+        let ambient: Vec<StoreOption> = options.into_iter().map(|(key, value)| StoreOption { key, value, strict: false }).collect();
+        self.options.splice(0..0, ambient);
+        self
+    }
+
+    /// Commit through `dynamodb://<table>` (S3 tables; see FORMAT.md).
+    pub fn with_commit_coordinator(mut self, coordinator: Option<String>) -> Self {
+        self.coordinator = coordinator.filter(|c| !c.trim().is_empty());
+        self
+    }
+
+    /// The commit coordinator given, if any (`dynamodb://<table>`).
+    pub fn commit_coordinator(&self) -> Option<&str> {
+        self.coordinator.as_deref()
+    }
+
+    /// The settings given, as (key, value), explicit ones last.
+    pub fn options(&self) -> Vec<(String, String)> {
+        self.options.iter().map(|o| (o.key.clone(), o.value.clone())).collect()
     }
 
     pub fn resolve(&self, uri: &str) -> Result<TableLocation, UriError> {
@@ -85,8 +170,41 @@ impl StoreResolver {
                 let store: Arc<dyn ObjectStore> = store;
                 Ok(TableLocation::on_store(uri, store, Path::from(prefix), StoreKind::Memory))
             }
+            Some(("s3" | "s3a", _)) => self.object_store(uri, StoreKind::S3),
+            Some(("az" | "azure" | "abfs" | "abfss", _)) => self.object_store(uri, StoreKind::Azure),
+            Some(("gs", _)) => self.object_store(uri, StoreKind::Gcs),
             Some((scheme, _)) => Err(UriError::UnsupportedScheme { uri: uri.to_string(), scheme: scheme.to_string() }),
         }
+    }
+
+    fn object_store(&self, uri: &str, kind: StoreKind) -> Result<TableLocation, UriError> {
+        let url = url::Url::parse(uri).map_err(|e| UriError::Invalid { uri: uri.to_string(), reason: e.to_string() })?;
+        let bucket = url.host_str().unwrap_or_default().to_string();
+        if bucket.is_empty() {
+            return Err(UriError::Invalid { uri: uri.to_string(), reason: "no bucket or container after the scheme".into() });
+        }
+        let root = Path::parse(url.path().trim_matches('/'))
+            .map_err(|e| UriError::Invalid { uri: uri.to_string(), reason: e.to_string() })?;
+        let (store, lister) = super::object_stores::build(uri, kind, &self.option_pairs(kind)?)?;
+        let prefix = format!("{}://{bucket}/", url.scheme());
+        let location = TableLocation::on_store_named(uri, store, root, kind, prefix).with_lister(Lister(lister));
+        match &self.coordinator {
+            None => Ok(location),
+            Some(spec) => super::dynamodb::coordinator_for(spec, &location, &self.options()),
+        }
+    }
+
+    /// The settings that apply to `kind`, checked: an explicit key no store knows is an error.
+    fn option_pairs(&self, kind: StoreKind) -> Result<Vec<(String, String)>, UriError> {
+        let mut out = Vec::new();
+        for o in &self.options {
+            if super::object_stores::applies(kind, &o.key) {
+                out.push((o.key.clone(), o.value.clone()));
+            } else if o.strict && !super::object_stores::known_anywhere(&o.key) {
+                return Err(UriError::UnknownOption { key: o.key.clone() });
+            }
+        }
+        Ok(out)
     }
 }
 
