@@ -200,3 +200,35 @@ async fn dynamodb_lost_put_response_is_a_success_not_a_duplicate() {
     assert_eq!(history[1].transaction_id, info.transaction_id);
     assert_eq!(latest.count(None).await.unwrap(), 5, "no duplicate rows");
 }
+
+/// A failing command never prints the secret key it was given.
+#[test]
+fn credentials_never_appear_in_errors() {
+    // Azurite checks request signatures (moto and s3rver accept any key).
+    let Some(server) = servers::azurite() else { return };
+    let secret = "VG9wU2VjcmV0VmFsdWUxMjM="; // base64 of a made-up key
+    let mut env = server.env();
+    env.retain(|(k, _)| k != "AZURE_STORAGE_ACCOUNT_KEY");
+    env.push(("AZURE_STORAGE_ACCOUNT_KEY".into(), secret.into()));
+    let uri = server.fresh_uri("secret");
+    for args in [vec!["create", uri.as_str(), "--schema", "id bigint"], vec!["count", uri.as_str()], vec!["doctor", uri.as_str()]] {
+        let (code, out, err) = run_with(&env, &args);
+        assert_ne!(code, 0, "{args:?}: Azurite rejects the wrong key: {out}");
+        assert!(!out.contains(secret) && !err.contains(secret), "{args:?} leaked the secret: {out} {err}");
+        assert!(!err.is_empty(), "{args:?}: the error names the cause");
+    }
+}
+
+/// `gs://` resolves to a GCS store (object_store's client; no emulator here honours
+/// its preconditions, so commits on GCS are not exercised by this suite).
+#[test]
+fn gcs_uris_resolve_to_gcs() {
+    let resolver = concord::StoreResolver::new().with_options([("GOOGLE_SKIP_SIGNATURE".to_string(), "true".to_string())]);
+    let location = resolver.resolve("gs://some-bucket/tables/t").unwrap();
+    assert_eq!(location.kind, concord::StoreKind::Gcs);
+    assert_eq!(location.display(&location.root), "gs://some-bucket/tables/t");
+    let err = concord::StoreResolver::new().with_options([("AWS_REGOIN".to_string(), "x".to_string())]).resolve("s3://b/t").unwrap_err();
+    assert!(err.to_string().contains("unknown store option 'AWS_REGOIN'"), "{err}");
+    let err = concord::StoreResolver::new().with_commit_coordinator(Some("dynamodb://t".into())).resolve("./local").err();
+    assert!(err.is_none(), "a coordinator applies to s3:// tables only; local paths ignore it");
+}
