@@ -273,3 +273,33 @@ async fn library_append_with_wrong_column_type_is_a_typed_input_error() {
     assert_eq!(latest.version(), 1);
     assert_eq!(ids(&latest).await, vec![1, 2]);
 }
+
+/// A hand-edited manifest or segment naming an object outside the table is refused with
+/// an error naming the object; earlier versions stay readable.
+#[test]
+fn manifests_naming_paths_outside_the_table_are_refused() {
+    let t = TempTable::create();
+    ok(&["append", &t.uri, &t.file("a.csv", &csv_rows(0, 3))]);
+    ok(&["append", &t.uri, &t.file("b.csv", &csv_rows(3, 3))]);
+    let latest = t.path().join("_versions").join(concord::version_file_name(2));
+    let text = std::fs::read_to_string(&latest).unwrap();
+    let mut manifest: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let segment = manifest["segments"][0]["path"].as_str().unwrap().to_string();
+    for evil in ["../../../etc/passwd", "/etc/passwd", "_segments/../../outside.json"] {
+        manifest["segments"][0]["path"] = serde_json::Value::from(evil);
+        std::fs::write(&latest, serde_json::to_vec(&manifest).unwrap()).unwrap();
+        let (code, _, stderr) = run(&["count", &t.uri]);
+        assert_eq!(code, 1, "{evil}: {stderr}");
+        assert_mentions(&stderr, &["outside the table", evil]);
+    }
+    // A segment naming a data file outside the table: the segment is refused.
+    std::fs::write(&latest, text).unwrap();
+    let segment_file = t.path().join(&segment);
+    let seg = std::fs::read_to_string(&segment_file).unwrap();
+    let escaped = seg.replacen("data/", "data/../../", 1);
+    std::fs::write(&segment_file, escaped).unwrap();
+    let (code, _, stderr) = run(&["scan", &t.uri]);
+    assert_eq!(code, 1, "{stderr}");
+    assert_mentions(&stderr, &["outside the table", &segment]);
+    assert_eq!(ok(&["count", &t.uri, "--version", "0"]).trim(), "0", "other versions stay readable");
+}

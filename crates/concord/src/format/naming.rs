@@ -67,6 +67,17 @@ pub fn staged_transaction_name(id: Uuid) -> String {
     format!("{TRANSACTIONS_DIR}/{id}.json")
 }
 
+/// Checks that `relative` (read from a manifest, segment or staged transaction) names an
+/// object inside the table: `<dir>/<one name>`, no `..`, no absolute path, no scheme.
+/// Reading a table never touches objects outside it.
+pub fn check_inside(relative: &str, dir: &str) -> Result<(), String> {
+    let name = relative.strip_prefix(dir).and_then(|r| r.strip_prefix('/'));
+    match name {
+        Some(n) if !n.is_empty() && !n.contains(['/', '\\', ':']) && n != "." && n != ".." => Ok(()),
+        _ => Err(format!("it names '{relative}', which is not an object of the table's {dir}/ folder (refusing to read outside the table)")),
+    }
+}
+
 /// Absolute object path of a name relative to the table root.
 pub fn resolve(root: &Path, relative: &str) -> Path {
     relative.split('/').fold(root.clone(), |p, part| p.join(part))
@@ -75,6 +86,14 @@ pub fn resolve(root: &Path, relative: &str) -> Path {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paths_outside_the_table_are_refused() {
+        assert!(check_inside("data/1c9e.parquet", "data").is_ok());
+        for bad in ["../data/x.parquet", "data/../../etc/passwd", "/data/x", "s3://other/data/x", "data/", "data/a/b", "_segments/x.json", "data/..", "data/c:\\x"] {
+            assert!(check_inside(bad, "data").is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn version_names_invert_and_sort_newest_first() {

@@ -65,6 +65,12 @@ impl TableStore {
         let bytes = read.await.map_err(|source| StorageError { action: "reading", path: shown.clone(), source })?;
         let segment: Segment =
             serde_json::from_slice(&bytes).map_err(|e| CorruptObject { path: shown.clone(), reason: e.to_string() })?;
+        let named = segment.fragments.iter().flat_map(|f| {
+            f.files.iter().map(|d| (d.path.as_str(), naming::DATA_DIR)).chain(f.deletion.iter().map(|d| (d.path.as_str(), naming::DELETIONS_DIR)))
+        });
+        for (relative, dir) in named {
+            naming::check_inside(relative, dir).map_err(|reason| CorruptObject { path: shown.clone(), reason })?;
+        }
         if segment.fragments.len() as u64 != reference.fragments {
             let reason = format!("holds {} fragments, its reference says {}", segment.fragments.len(), reference.fragments);
             return Err(CorruptObject { path: shown, reason }.into());
@@ -123,6 +129,9 @@ pub(crate) fn decode_manifest(path: &str, version: u64, bytes: &[u8]) -> Result<
     let manifest: Manifest = serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string()))?;
     if manifest.version != version {
         return Err(corrupt(format!("it says version {}, its name says {version}", manifest.version)));
+    }
+    for segment in &manifest.segments {
+        naming::check_inside(&segment.path, naming::SEGMENTS_DIR).map_err(corrupt)?;
     }
     Ok(manifest)
 }

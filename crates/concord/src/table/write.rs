@@ -218,7 +218,14 @@ impl Table {
             Err(e) => Err(e),
         }
         .map_err(|source| StorageError { action: "reading", path: shown.clone(), source })?;
-        serde_json::from_slice(&bytes).map_err(|e| CorruptObject { path: shown, reason: e.to_string() }.into())
+        let txn: PreparedTransaction =
+            serde_json::from_slice(&bytes).map_err(|e| CorruptObject { path: shown.clone(), reason: e.to_string() })?;
+        for file in written_files(&txn.operation) {
+            naming::check_inside(file, naming::DATA_DIR)
+                .or_else(|_| naming::check_inside(file, naming::DELETIONS_DIR))
+                .map_err(|reason| CorruptObject { path: shown.clone(), reason })?;
+        }
+        Ok(txn)
     }
 
     /// Prepare and commit in one call. The idempotency check comes first, so a replay
