@@ -30,7 +30,7 @@ pub use format::schema::{sql_literal, ColumnSpec, ColumnType, Field, Schema, Sch
 pub use io::scan::ScanMetrics;
 pub use storage::{
     create_coordinator_table, latest_lookup, probe_store, CommitCoordinator, CoordinatorCapabilities, CreateOutcome, DynamoDbCoordinator,
-    LatestLookup, Lister, ObjectStoreCoordinator, ProbeReport, ProtocolStep, StoreKind, StoreResolver, TableLocation, PROBE_RACERS,
+    LatestLookup, Lister, ObjectStoreCoordinator, ProbeReport, ProtocolStep, StoreKind, StoreResolver, SyncedLocalStore, TableLocation, PROBE_RACERS,
 };
 pub use table::{ScanOptions, Table, TableScan, VersionInfo, DEFAULT_COMPACT_TARGET_ROWS};
 pub use txn::conflict::{resolve as resolve_conflict, RerunScope, Resolution, Winner};

@@ -2,6 +2,7 @@
 
 mod coordinator;
 mod dynamodb;
+mod local;
 mod object_stores;
 mod probe;
 mod object_store_coordinator;
@@ -11,6 +12,7 @@ mod uri;
 pub use coordinator::{CommitCoordinator, CoordinatorCapabilities, CreateOutcome};
 pub use object_store_coordinator::{LatestLookup, Lister, ObjectStoreCoordinator};
 pub(crate) use table_store::{decode_manifest, TableStore};
+pub use local::SyncedLocalStore;
 pub use dynamodb::{create_coordinator_table, DynamoDbCoordinator, ProtocolStep};
 pub use probe::{probe_store, ProbeReport, PROBE_RACERS};
 pub use uri::{latest_lookup, StoreKind, StoreResolver, TableLocation};

@@ -6,7 +6,6 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::ObjectStore;
@@ -212,6 +211,7 @@ fn local(uri: &str, path: &str) -> Result<TableLocation, UriError> {
     let invalid = |reason: String| UriError::Invalid { uri: uri.to_string(), reason };
     let absolute = std::path::absolute(path).map_err(|e| invalid(e.to_string()))?;
     let root = Path::from_absolute_path(&absolute).map_err(|e| invalid(e.to_string()))?;
-    let store: Arc<dyn ObjectStore> = Arc::new(LocalFileSystem::new());
+    // Durable: every write is fsynced before it returns (see storage::local).
+    let store: Arc<dyn ObjectStore> = Arc::new(super::local::SyncedLocalStore::new());
     Ok(TableLocation::on_store(uri, store, root, StoreKind::Local))
 }
