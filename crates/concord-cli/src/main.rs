@@ -3,6 +3,7 @@
 
 mod exit;
 mod output;
+mod stress;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -185,6 +186,20 @@ enum Command {
         target_rows: u64,
         #[command(flatten)]
         write: WriteArgs,
+    },
+    /// Race N writer processes doing K random operations each (optionally killing them),
+    /// then verify every version; prints a JSON report, exit 1 if not verified
+    Stress(stress::StressArgs),
+    #[command(hide = true)]
+    StressWorker {
+        #[command(flatten)]
+        args: stress::StressArgs,
+        #[arg(long)]
+        writer: u64,
+        #[arg(long)]
+        start: u64,
+        #[arg(long)]
+        log: PathBuf,
     },
     /// Probe the store: is it safe for concurrent commits? (exit 6 if not without a coordinator)
     Doctor { uri: String },
@@ -428,6 +443,11 @@ fn ambient_options() -> Vec<(String, String)> {
 }
 
 async fn run(cli: Cli) -> Result<(), Failure> {
+    // What worker processes (stress) need to reach the same store the same way.
+    let mut global_args: Vec<String> = cli.storage_options.iter().flat_map(|o| ["--storage-option".to_string(), o.clone()]).collect();
+    if let Some(c) = &cli.commit_coordinator {
+        global_args.extend(["--commit-coordinator".to_string(), c.clone()]);
+    }
     let explicit: Vec<(String, String)> = cli
         .storage_options
         .iter()
@@ -484,6 +504,15 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             output::print_history(&history, format)?;
         }
         Command::Doctor { uri } => doctor(&cx, &uri).await?,
+        Command::Stress(args) => {
+            let location = cx.location(&args.uri)?;
+            let schema = Schema::parse("id bigint not null, val bigint not null").expect("valid");
+            let open = Table::open(location.clone(), cx.env.clone());
+            let create = Table::create(location, cx.env.clone(), schema);
+            let table = stress::ensure_table(open, create, &args).await?;
+            stress::run(table, &args, &global_args).await?
+        }
+        Command::StressWorker { args, writer, start, log } => stress::worker(cx.open(&args.uri).await?, &args, writer, start, &log).await?,
         Command::Coordinator { action: CoordinatorAction::CreateTable { spec } } => {
             let created = concord::create_coordinator_table(&spec, &cx.resolver.options()).await?;
             println!("{} {spec}", if created { "created" } else { "already exists:" });

@@ -16,4 +16,5 @@ mod matrix;
 mod object_stores;
 mod merge;
 mod servers;
+mod stress;
 mod update;

@@ -23,11 +23,39 @@ pub(crate) struct TableStore {
     segment_cache: Mutex<HashMap<String, Arc<Segment>>>,
     /// Deletion vectors, immutable like segments.
     deletion_cache: Mutex<HashMap<String, Arc<roaring::RoaringBitmap>>>,
+    /// Idempotency keys of versions read so far (versions are immutable): the versions
+    /// up to `.0` are indexed in `.1` (key -> version).
+    key_index: tokio::sync::Mutex<(Option<u64>, HashMap<String, u64>)>,
 }
 
 impl TableStore {
     pub fn new(location: TableLocation) -> Self {
-        TableStore { location, segment_cache: Mutex::new(HashMap::new()), deletion_cache: Mutex::new(HashMap::new()) }
+        TableStore {
+            location,
+            segment_cache: Mutex::new(HashMap::new()),
+            deletion_cache: Mutex::new(HashMap::new()),
+            key_index: tokio::sync::Mutex::new((None, HashMap::new())),
+        }
+    }
+
+    /// The version (up to `latest`) whose transaction carries idempotency `key`, if any.
+    /// Reads each version once per store handle: later calls read only newer versions.
+    pub async fn version_with_key(&self, key: &str, latest: u64) -> Result<Option<u64>, OpenError> {
+        let mut index = self.key_index.lock().await;
+        let from = index.0.map_or(0, |v| v + 1);
+        for v in from..=latest {
+            match self.read_manifest(v).await? {
+                Some(m) => {
+                    if let Some(k) = m.transaction.idempotency_key {
+                        index.1.entry(k).or_insert(v);
+                    }
+                }
+                // Removed by cleanup (older versions): nothing to index.
+                None => {}
+            }
+            index.0 = Some(v);
+        }
+        Ok(index.1.get(key).copied().filter(|v| *v <= latest))
     }
 
     pub fn cached_deletion(&self, relative: &str) -> Option<Arc<roaring::RoaringBitmap>> {

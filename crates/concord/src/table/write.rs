@@ -282,19 +282,13 @@ impl Table {
     }
 
     /// With an idempotency key: the retained version that already carries it, if any.
-    /// Walks the history newest first (one read per version).
+    /// Each version is read once per table handle (see `TableStore::version_with_key`).
     async fn already_committed(&self, options: &CommitOptions) -> Result<Option<CommitInfo>, WriteError> {
         let Some(key) = &options.idempotency_key else { return Ok(None) };
         let latest = self.latest().await?;
-        let mut version = Some(latest.version());
-        while let Some(v) = version {
-            let Some(m) = self.store.read_manifest(v).await? else { break };
-            if m.transaction.idempotency_key.as_deref() == Some(key.as_str()) {
-                return Ok(Some(CommitInfo { idempotent_replay: true, ..commit::commit_info(&m) }));
-            }
-            version = v.checked_sub(1);
-        }
-        Ok(None)
+        let Some(version) = self.store.version_with_key(key, latest.version()).await? else { return Ok(None) };
+        let Some(m) = self.store.read_manifest(version).await? else { return Ok(None) };
+        Ok(Some(CommitInfo { idempotent_replay: true, ..commit::commit_info(&m) }))
     }
 }
 

@@ -1,0 +1,431 @@
+//! `concord stress`: N writer processes race K random operations each on one table,
+//! optionally killed with SIGKILL and replaced; then every claim of the concurrency
+//! contract that can be checked from outside is checked:
+//! - versions form one chain (0..=n, no gap);
+//! - every acknowledged operation is in the history exactly once, at the version it
+//!   reported; no definitely failed operation is; no idempotency key appears twice;
+//! - replay: every version equals its predecessor with its transaction applied, by a
+//!   reference model over plain maps (serializable);
+//! - bank workload: the total balance is the same in every version.
+//!
+//! Each operation is a pure function of (seed, writer, operation index), named by its
+//! idempotency key `w<writer>-o<index>`, so the checker recomputes what it did, and a
+//! replacement writer retries a killed writer's in-flight operation with the same key
+//! (it commits at most once).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use concord::arrow::array::{Array, AsArray, Int64Array, RecordBatch};
+use concord::arrow::datatypes::Int64Type;
+use concord::{Assignment, CommitError, CommitOptions, RandomSource, Schema, StdRandom, Table, WriteError};
+use futures::TryStreamExt;
+use serde_json::{json, Value};
+
+use crate::exit::Failure;
+
+const MIXED_SCHEMA: &str = "id bigint not null, val bigint not null";
+const BANK_SCHEMA: &str = "id bigint not null, val bigint not null";
+const BANK_ACCOUNTS: i64 = 16;
+const BANK_OPENING: i64 = 1000;
+const SETUP_KEY: &str = "stress-setup";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Workload {
+    Mixed,
+    Bank,
+}
+
+/// What the workers share: the run's parameters.
+#[derive(Debug, Clone, clap::Args)]
+pub struct StressArgs {
+    pub uri: String,
+    #[arg(long, default_value_t = 4)]
+    pub writers: u64,
+    #[arg(long, default_value_t = 50)]
+    pub ops: u64,
+    /// Relative weights, e.g. append=4,delete=1,update=1,merge=1 (mixed workload)
+    #[arg(long, default_value = "append=4,delete=1,update=1,merge=1")]
+    pub mix: String,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Probability, every 100 ms, of SIGKILLing one random writer (then replaced)
+    #[arg(long = "kill-rate", default_value_t = 0.0)]
+    pub kill_rate: f64,
+    #[arg(long, value_enum, default_value = "mixed")]
+    pub workload: Workload,
+    /// Rows per append or merge
+    #[arg(long, default_value_t = 100)]
+    pub rows: u64,
+}
+
+/// One operation, recomputable from (seed, writer, index).
+#[derive(Debug, Clone, PartialEq)]
+enum Op {
+    Append(Vec<i64>),
+    Delete { modulus: i64, rest: i64 },
+    Update { modulus: i64, rest: i64 },
+    Merge(Vec<(i64, i64)>),
+    Transfer { from: i64, to: i64, amount: i64 },
+}
+
+fn parse_mix(mix: &str) -> Result<Vec<(String, u64)>, String> {
+    let mut out = Vec::new();
+    for part in mix.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (name, weight) = part.split_once('=').ok_or_else(|| format!("'{part}' is not name=weight"))?;
+        if !["append", "delete", "update", "merge"].contains(&name) {
+            return Err(format!("unknown operation '{name}' in --mix; use append, delete, update, merge"));
+        }
+        out.push((name.to_string(), weight.parse().map_err(|_| format!("'{weight}' is not a whole number"))?));
+    }
+    if out.iter().map(|(_, w)| w).sum::<u64>() == 0 {
+        return Err("--mix has no operation with a positive weight".into());
+    }
+    Ok(out)
+}
+
+fn plan(args: &StressArgs, mix: &[(String, u64)], writer: u64, index: u64) -> Op {
+    let rng = StdRandom::seeded(args.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (writer << 40) ^ index);
+    let pick = |n: u64| rng.next_u64() % n.max(1);
+    if args.workload == Workload::Bank {
+        let from = pick(BANK_ACCOUNTS as u64) as i64;
+        let to = (from + 1 + pick(BANK_ACCOUNTS as u64 - 1) as i64) % BANK_ACCOUNTS;
+        return Op::Transfer { from, to, amount: 1 + pick(50) as i64 };
+    }
+    let base = |i: u64| ((writer + 1) * 1_000_000_000 + i * 10_000) as i64;
+    let total: u64 = mix.iter().map(|(_, w)| w).sum();
+    let mut choice = pick(total);
+    let name = mix.iter().find(|(_, w)| if choice < *w { true } else { choice -= w; false }).map(|(n, _)| n.as_str()).unwrap_or("append");
+    match name {
+        "delete" => Op::Delete { modulus: 97, rest: pick(97) as i64 },
+        "update" => Op::Update { modulus: 89, rest: pick(89) as i64 },
+        "merge" => {
+            let half = (args.rows / 2).max(1);
+            let earlier = pick(index + 1);
+            let mut keys: BTreeMap<i64, i64> = (0..half).map(|r| (base(earlier) + r as i64, 1000 + index as i64)).collect();
+            keys.extend((0..half).map(|r| (base(index) + 5000 + r as i64, 1000 + index as i64)));
+            Op::Merge(keys.into_iter().collect())
+        }
+        _ => Op::Append((0..args.rows).map(|r| base(index) + r as i64).collect()),
+    }
+}
+
+fn key(writer: u64, index: u64) -> String {
+    format!("w{writer}-o{index}")
+}
+
+fn parse_key(key: &str) -> Option<(u64, u64)> {
+    let (w, o) = key.strip_prefix('w')?.split_once("-o")?;
+    Some((w.parse().ok()?, o.parse().ok()?))
+}
+
+fn batch(schema: &Schema, pairs: &[(i64, i64)]) -> RecordBatch {
+    RecordBatch::try_new(
+        schema.arrow_schema(),
+        vec![
+            Arc::new(Int64Array::from(pairs.iter().map(|p| p.0).collect::<Vec<_>>())),
+            Arc::new(Int64Array::from(pairs.iter().map(|p| p.1).collect::<Vec<_>>())),
+        ],
+    )
+    .expect("two bigint columns")
+}
+
+async fn execute(table: &Table, op: &Op, options: &CommitOptions) -> Result<concord::CommitInfo, WriteError> {
+    let schema = table.schema().clone();
+    let set = |expr: String| vec![Assignment { column: "val".into(), expr }];
+    match op {
+        Op::Append(ids) => table.append(&[batch(&schema, &ids.iter().map(|i| (*i, 0)).collect::<Vec<_>>())], options).await,
+        Op::Delete { modulus, rest } => table.delete(&format!("id % {modulus} = {rest}"), options).await,
+        Op::Update { modulus, rest } => table.update(&set("val + 1".into()), Some(&format!("id % {modulus} = {rest}")), options).await,
+        Op::Merge(rows) => table.merge(&[batch(&schema, rows)], &["id".to_string()], options).await,
+        Op::Transfer { from, to, amount } => {
+            let expr = format!("val + CASE WHEN id = {from} THEN -{amount} WHEN id = {to} THEN {amount} ELSE 0 END");
+            table.update(&set(expr), Some(&format!("id IN ({from}, {to})")), options).await
+        }
+    }
+}
+
+/// The reference model: applies `op` to `state` (id -> val).
+fn apply(state: &mut BTreeMap<i64, i64>, op: &Op) {
+    match op {
+        Op::Append(ids) => state.extend(ids.iter().map(|i| (*i, 0))),
+        Op::Delete { modulus, rest } => state.retain(|id, _| id % modulus != *rest),
+        Op::Update { modulus, rest } => state.iter_mut().filter(|(id, _)| *id % modulus == *rest).for_each(|(_, v)| *v += 1),
+        Op::Merge(rows) => state.extend(rows.iter().copied()),
+        Op::Transfer { from, to, amount } => {
+            *state.entry(*from).or_default() -= amount;
+            *state.entry(*to).or_default() += amount;
+        }
+    }
+}
+
+/// A worker process: runs operations `start..ops` of `writer`, one JSON line each.
+pub async fn worker(cx_table: Table, args: &StressArgs, writer: u64, start: u64, log: &Path) -> Result<(), Failure> {
+    let mix = parse_mix(&args.mix).map_err(usage)?;
+    let mut out = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
+    // A killed predecessor may have left half a line: start on a fresh one.
+    if std::fs::read(log)?.last().is_some_and(|b| *b != b'\n') {
+        writeln!(out)?;
+    }
+    for index in start..args.ops {
+        let op = plan(args, &mix, writer, index);
+        let options = CommitOptions { idempotency_key: Some(key(writer, index)), ..CommitOptions::default() };
+        let started = Instant::now();
+        let mut tries = 0;
+        let line = loop {
+            tries += 1;
+            match execute(&cx_table, &op, &options).await {
+                Ok(info) => {
+                    break json!({"index": index, "outcome": "ok", "version": info.version, "transaction_id": info.transaction_id.to_string(),
+                        "attempts": info.attempts, "rebased": info.rebased_over.len(), "rerun": info.rerun,
+                        "replay": info.idempotent_replay, "latency_ms": started.elapsed().as_secs_f64() * 1000.0});
+                }
+                // Unknown outcome: the same key makes the retry safe.
+                Err(WriteError::Commit(CommitError::CommitStateUnknown { .. })) if tries < 5 => continue,
+                Err(e) => break json!({"index": index, "outcome": "failed", "error": e.to_string(), "latency_ms": started.elapsed().as_secs_f64() * 1000.0}),
+            }
+        };
+        writeln!(out, "{line}")?;
+        out.flush()?;
+    }
+    Ok(())
+}
+
+fn usage(message: String) -> Failure {
+    Failure { code: crate::exit::USAGE, message }
+}
+
+/// Log lines of `writer` so far.
+fn read_log(path: &Path) -> Vec<Value> {
+    std::fs::File::open(path)
+        .map(|f| std::io::BufReader::new(f).lines().map_while(Result::ok).filter_map(|l| serde_json::from_str(&l).ok()).collect())
+        .unwrap_or_default()
+}
+
+/// `global_args`: the store settings and coordinator flags the workers need too.
+fn spawn_worker(args: &StressArgs, global_args: &[String], writer: u64, start: u64, log: &Path) -> std::io::Result<Child> {
+    let exe = std::env::current_exe()?;
+    let mut cmd = Command::new(exe);
+    cmd.args(global_args).arg("stress-worker").arg(&args.uri);
+    cmd.args(["--writers", &args.writers.to_string(), "--ops", &args.ops.to_string(), "--mix", &args.mix, "--seed", &args.seed.to_string()])
+        .args(["--workload", if args.workload == Workload::Bank { "bank" } else { "mixed" }, "--rows", &args.rows.to_string()])
+        .args(["--writer", &writer.to_string(), "--start", &start.to_string(), "--log"])
+        .arg(log)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    cmd.spawn()
+}
+
+/// Checks the arguments (before anything is created); returns the parsed mix.
+fn validate(args: &StressArgs) -> Result<Vec<(String, u64)>, Failure> {
+    let mix = parse_mix(&args.mix).map_err(usage)?;
+    if args.writers == 0 || args.ops == 0 || !(0.0..=1.0).contains(&args.kill_rate) {
+        return Err(usage("--writers and --ops must be at least 1, --kill-rate within 0..1".into()));
+    }
+    Ok(mix)
+}
+
+/// Creates the table if missing (bank: with its opening balances).
+pub async fn ensure_table(open: impl std::future::Future<Output = Result<Table, concord::OpenError>>, create: impl std::future::Future<Output = Result<Table, concord::CreateError>>, args: &StressArgs) -> Result<Table, Failure> {
+    validate(args)?;
+    let table = match open.await {
+        Ok(t) => t,
+        Err(concord::OpenError::NotFound { .. }) => match create.await {
+            Ok(t) => t,
+            Err(concord::CreateError::AlreadyExists { .. }) => return Err(Failure { code: 1, message: "the table appeared while creating it; run again".into() }),
+            Err(e) => return Err(e.into()),
+        },
+        Err(e) => return Err(e.into()),
+    };
+    let wanted = Schema::parse(if args.workload == Workload::Bank { BANK_SCHEMA } else { MIXED_SCHEMA }).expect("valid");
+    if table.schema().names() != wanted.names() {
+        return Err(usage(format!("stress needs a table with columns {}; '{}' has {}", wanted.definition(), args.uri, table.schema().definition())));
+    }
+    if args.workload == Workload::Bank && table.version() == 0 {
+        let accounts: Vec<(i64, i64)> = (0..BANK_ACCOUNTS).map(|a| (a, BANK_OPENING)).collect();
+        let options = CommitOptions { idempotency_key: Some(SETUP_KEY.into()), ..CommitOptions::default() };
+        table.append(&[batch(table.schema(), &accounts)], &options).await?;
+    }
+    Ok(table.latest().await?)
+}
+
+/// Runs the stress test and prints its JSON report; `Err` (exit 1) if not verified.
+pub async fn run(table: Table, args: &StressArgs, global_args: &[String]) -> Result<(), Failure> {
+    let mix = validate(args)?;
+    let start_version = table.version();
+    let dir = std::env::temp_dir().join(format!("concord-stress-{}-{}", std::process::id(), args.seed));
+    std::fs::create_dir_all(&dir)?;
+    let logs: Vec<PathBuf> = (0..args.writers).map(|w| dir.join(format!("writer-{w}.jsonl"))).collect();
+    let mut children: Vec<Option<Child>> = Vec::new();
+    for (w, log) in logs.iter().enumerate() {
+        children.push(Some(spawn_worker(args, global_args, w as u64, 0, log)?));
+    }
+    let killer = StdRandom::seeded(args.seed ^ 0x5EED);
+    let (mut killed, started, mut last_report) = (0u64, Instant::now(), Instant::now());
+    loop {
+        std::thread::sleep(Duration::from_millis(100));
+        let mut live = Vec::new();
+        for (w, child) in children.iter_mut().enumerate() {
+            if let Some(c) = child {
+                if c.try_wait()?.is_some() {
+                    *child = None;
+                } else {
+                    live.push(w);
+                }
+            }
+        }
+        if live.is_empty() {
+            break;
+        }
+        if args.kill_rate > 0.0 && (killer.next_u64() % 1_000_000) as f64 / 1_000_000.0 < args.kill_rate {
+            let w = live[(killer.next_u64() % live.len() as u64) as usize];
+            if let Some(mut c) = children[w].take() {
+                let _ = c.kill(); // SIGKILL
+                let _ = c.wait();
+                killed += 1;
+                let done = read_log(&logs[w]).len() as u64;
+                if done < args.ops {
+                    children[w] = Some(spawn_worker(args, global_args, w as u64, done, &logs[w])?);
+                }
+            }
+        }
+        if last_report.elapsed() >= Duration::from_secs(1) {
+            let done: usize = logs.iter().map(|l| read_log(l).len()).sum();
+            eprintln!("stress: {done}/{} operations, {killed} writers killed, {:.0} s", args.writers * args.ops, started.elapsed().as_secs_f64());
+            last_report = Instant::now();
+        }
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let lines: Vec<(u64, Value)> = logs.iter().enumerate().flat_map(|(w, l)| read_log(l).into_iter().map(move |v| (w as u64, v))).collect();
+    eprintln!("stress: all writers done in {elapsed:.1} s; verifying every version...");
+    let report = verify(&table, args, &mix, start_version, &lines, killed, elapsed).await?;
+    let _ = std::fs::remove_dir_all(&dir);
+    println!("{report}");
+    if report["verified"] == json!(true) {
+        Ok(())
+    } else {
+        Err(Failure { code: 1, message: format!("verification failed: {}", report["problems"]) })
+    }
+}
+
+async fn rows_of(table: &Table) -> Result<Vec<(i64, i64)>, Failure> {
+    let scan = table.scan(Default::default()).await?;
+    let batches: Vec<RecordBatch> = scan.into_stream().try_collect().await?;
+    let mut out = Vec::new();
+    for b in batches {
+        let (ids, vals) = (b.column(0).as_primitive::<Int64Type>(), b.column(1).as_primitive::<Int64Type>());
+        out.extend((0..b.num_rows()).map(|i| (ids.value(i), if vals.is_null(i) { 0 } else { vals.value(i) })));
+    }
+    Ok(out)
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn verify(table: &Table, args: &StressArgs, mix: &[(String, u64)], start: u64, lines: &[(u64, Value)], killed: u64, elapsed: f64) -> Result<Value, Failure> {
+    let mut problems: Vec<String> = Vec::new();
+    let latest = table.latest().await?;
+    let history = latest.history().await?;
+    if history.iter().map(|v| v.version).ne(0..=latest.version()) {
+        problems.push("versions do not form one chain 0..=n".into());
+    }
+    let mut by_key: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for v in &history {
+        if let Some(k) = &v.idempotency_key {
+            by_key.entry(k.clone()).or_default().push(v.version);
+        }
+    }
+    for (k, vs) in &by_key {
+        if vs.len() > 1 {
+            problems.push(format!("key {k} committed {} times: versions {vs:?}", vs.len()));
+        }
+    }
+    let ok: Vec<&(u64, Value)> = lines.iter().filter(|(_, l)| l["outcome"] == "ok").collect();
+    let failed: Vec<&(u64, Value)> = lines.iter().filter(|(_, l)| l["outcome"] == "failed").collect();
+    for (w, l) in &ok {
+        let k = key(*w, l["index"].as_u64().unwrap_or(0));
+        let version = l["version"].as_u64().unwrap_or(u64::MAX);
+        if by_key.get(&k).map(Vec::as_slice) != Some(&[version][..]) {
+            problems.push(format!("acknowledged {k} (version {version}) is not in the history exactly there"));
+        }
+    }
+    for (w, l) in &failed {
+        let k = key(*w, l["index"].as_u64().unwrap_or(0));
+        if by_key.contains_key(&k) {
+            problems.push(format!("{k} was reported failed ({}) but is in the history", l["error"]));
+        }
+    }
+    // Replay every version from its predecessor with the reference model.
+    let mut state: BTreeMap<i64, i64> = BTreeMap::new();
+    let mut replayed = 0;
+    for v in &history {
+        let version = latest.checkout(v.version).await?;
+        match v.idempotency_key.as_deref().and_then(parse_key) {
+            Some((w, i)) => apply(&mut state, &plan(args, mix, w, i)),
+            None if v.version <= start || v.idempotency_key.as_deref() == Some(SETUP_KEY) => {
+                state = rows_of(&version).await?.into_iter().collect();
+            }
+            None => problems.push(format!("version {} ({}) is not a stress operation", v.version, v.operation)),
+        }
+        if v.version > start {
+            let actual = rows_of(&version).await?;
+            let as_map: BTreeMap<i64, i64> = actual.iter().copied().collect();
+            if as_map.len() != actual.len() {
+                problems.push(format!("version {} holds a row twice", v.version));
+            } else if as_map != state {
+                problems.push(format!("version {} is not version {} + its {}", v.version, v.version - 1, v.operation));
+                state = as_map;
+            }
+            if args.workload == Workload::Bank && state.values().sum::<i64>() != BANK_ACCOUNTS * BANK_OPENING {
+                problems.push(format!("version {}: total balance {} != {}", v.version, state.values().sum::<i64>(), BANK_ACCOUNTS * BANK_OPENING));
+            }
+            replayed += 1;
+        }
+    }
+    let mut latencies: Vec<f64> = ok.iter().filter_map(|(_, l)| l["latency_ms"].as_f64()).collect();
+    latencies.sort_by(f64::total_cmp);
+    let pct = |p: f64| latencies.get(((latencies.len() as f64 - 1.0) * p).round() as usize).copied().unwrap_or(0.0);
+    let attempts: Vec<u64> = ok.iter().filter_map(|(_, l)| l["attempts"].as_u64()).collect();
+    problems.truncate(20);
+    Ok(json!({
+        "verified": problems.is_empty(),
+        "workload": if args.workload == Workload::Bank { "bank" } else { "mixed" },
+        "writers": args.writers, "ops": args.ops, "seed": args.seed, "kill_rate": args.kill_rate,
+        "commits": ok.len(), "failed": failed.len(), "killed": killed,
+        "idempotent_replays": ok.iter().filter(|(_, l)| l["replay"] == true).count(),
+        "versions": history.len(), "versions_replayed": replayed,
+        "commits_per_s": ok.len() as f64 / elapsed.max(1e-9), "elapsed_s": elapsed,
+        "latency_ms": {"p50": pct(0.5), "p99": pct(0.99), "max": latencies.last().copied().unwrap_or(0.0)},
+        "attempts": {"mean": attempts.iter().sum::<u64>() as f64 / attempts.len().max(1) as f64, "max": attempts.iter().max().copied().unwrap_or(0)},
+        "rebases": ok.iter().filter(|(_, l)| l["rebased"].as_u64().unwrap_or(0) > 0).count(),
+        "reruns": ok.iter().filter(|(_, l)| l["rerun"] == true).count(),
+        "problems": problems,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args() -> StressArgs {
+        StressArgs { uri: "x".into(), writers: 2, ops: 5, mix: "append=4,delete=1,update=1,merge=1".into(), seed: 7, kill_rate: 0.0, workload: Workload::Mixed, rows: 10 }
+    }
+
+    #[test]
+    fn operations_are_pure_functions_of_their_key() {
+        let mix = parse_mix(&args().mix).unwrap();
+        for i in 0..20 {
+            assert_eq!(plan(&args(), &mix, 1, i), plan(&args(), &mix, 1, i));
+        }
+        assert_eq!(parse_key(&key(3, 17)), Some((3, 17)));
+        assert!(parse_mix("append=0").is_err() && parse_mix("drop=1").is_err());
+        let bank = StressArgs { workload: Workload::Bank, ..args() };
+        let mut state: BTreeMap<i64, i64> = (0..BANK_ACCOUNTS).map(|a| (a, BANK_OPENING)).collect();
+        for i in 0..50 {
+            apply(&mut state, &plan(&bank, &mix, 0, i));
+        }
+        assert_eq!(state.values().sum::<i64>(), BANK_ACCOUNTS * BANK_OPENING);
+    }
+}
