@@ -16,5 +16,6 @@ mod matrix;
 mod object_stores;
 mod merge;
 mod servers;
+mod simulation;
 mod stress;
 mod update;

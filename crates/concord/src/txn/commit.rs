@@ -196,7 +196,19 @@ async fn create_and_settle(
                 return Ok(if holder.transaction.id == txn.id { Attempt::Won } else { Attempt::Lost });
             }
             Ok(None) if last_error.is_some() => return Ok(Attempt::NotWritten(last_error.expect("checked"))),
-            // "Already exists" but unreadable: a store that is not read-after-write consistent.
+            // "Already exists" but unreadable: a store that is not read-after-write
+            // consistent, or a spurious precondition failure. After a few reads, treat it
+            // as not written: creating again is safe (the create is atomic).
+            Ok(None) if failures >= 2 => {
+                return Ok(Attempt::NotWritten(StorageError {
+                    action: "reading back",
+                    path: coordinator.describe_version(version),
+                    source: object_store::Error::NotFound {
+                        path: coordinator.describe_version(version),
+                        source: "reported as existing but not readable".into(),
+                    },
+                }))
+            }
             Ok(None) => {}
             Err(e) => last_error = Some(e),
         }
