@@ -2,6 +2,7 @@
 
 mod common;
 mod counting;
+mod corruption;
 
 mod alter;
 mod bad_input;
