@@ -329,10 +329,17 @@ impl DynamoDbCoordinator {
         let lost = put.is_ok() && self.lose_put_responses.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok();
         match put {
             Ok(_) if !lost => {}
+            // The row exists. Usually another writer's; but if a response of ours was
+            // lost and the SDK retried the put, the row is ours: read it to know.
             Err(e) if e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception()) => {
-                // No row can name our staging object: remove it.
-                self.delete_staging(&staging).await;
-                return Ok(Some(CreateOutcome::AlreadyExists));
+                match self.get_row(version).await? {
+                    Some(row) if row.staging == staging => {}
+                    _ => {
+                        // No row can name our staging object: remove it.
+                        self.delete_staging(&staging).await;
+                        return Ok(Some(CreateOutcome::AlreadyExists));
+                    }
+                }
             }
             // Ambiguous (an error, or a response lost after the put landed): the row
             // tells. Never delete the staging object here: a row may name it.

@@ -122,16 +122,24 @@ impl TableStore {
         Ok(reference)
     }
 
-    /// Creates `relative`; fails if it exists (names are fresh UUIDs, so it never should).
+    /// Creates `relative`, named by a fresh UUID. "Already exists" can then only mean
+    /// that this very write landed and its response was lost (the client retried): it
+    /// is accepted once the object is found with the expected size.
     pub async fn put_new(&self, relative: &str, bytes: Bytes) -> Result<(), StorageError> {
         let path = self.path(relative);
+        let size = bytes.len() as u64;
         let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
-        self.location
-            .store
-            .put_opts(&path, PutPayload::from_bytes(bytes), opts)
-            .await
-            .map(|_| ())
-            .map_err(|source| StorageError { action: "writing", path: self.location.display(&path), source })
+        let error = |source| StorageError { action: "writing", path: self.location.display(&path), source };
+        match self.location.store.put_opts(&path, PutPayload::from_bytes(bytes), opts).await {
+            Ok(_) => Ok(()),
+            Err(e @ (object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. })) => {
+                match self.location.store.head(&path).await {
+                    Ok(meta) if meta.size == size => Ok(()),
+                    _ => Err(error(e)),
+                }
+            }
+            Err(e) => Err(error(e)),
+        }
     }
 
     /// Removes objects this process wrote for a transaction that will not commit.

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""An HTTP proxy that loses the responses of commit writes.
+
+Forwards every request to TARGET. Requests that commit a version -- a PUT with
+`If-None-Match: *` (S3 conditional create) or a DynamoDB `PutItem` -- are forwarded
+and allowed to succeed, then, for every EVERY-th of them, the client gets a 503 (or,
+with --mode close, the connection is closed without a response): the write landed, but
+the caller cannot know. Prints the port it listens on, then serves until killed.
+
+Usage: lossy_proxy.py --target http://127.0.0.1:PORT [--every 2] [--mode 503|close]
+"""
+import argparse
+import http.client
+import http.server
+import socketserver
+import sys
+import threading
+import urllib.parse
+
+args = None
+counter = 0
+lock = threading.Lock()
+lost = 0
+
+
+def is_commit(method, headers):
+    if method == "PUT" and headers.get("If-None-Match", "").strip() == "*":
+        return True
+    return method == "POST" and headers.get("X-Amz-Target", "").endswith(".PutItem")
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def forward(self):
+        global counter, lost
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        target = urllib.parse.urlparse(args.target)
+        conn = http.client.HTTPConnection(target.hostname, target.port, timeout=60)
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("connection", "proxy-connection")}
+        conn.request(self.command, self.path, body=body, headers=headers)
+        response = conn.getresponse()
+        data = response.read()
+        conn.close()
+        lose = False
+        if is_commit(self.command, self.headers) and 200 <= response.status < 300:
+            with lock:
+                counter += 1
+                lose = counter % args.every == 0
+                if lose:
+                    lost += 1
+        if lose and args.mode == "close":
+            self.close_connection = True
+            self.connection.shutdown(2)
+            return
+        if lose:
+            payload = b"<Error><Code>ServiceUnavailable</Code><Message>injected: response lost</Message></Error>"
+            self.send_response(503)
+            self.send_header("Content-Length", str(len(payload)))
+            self.send_header("Content-Type", "application/xml")
+            self.end_headers()
+            self.wfile.write(payload)
+            return
+        self.send_response(response.status)
+        for k, v in response.getheaders():
+            if k.lower() not in ("transfer-encoding", "connection", "content-length"):
+                self.send_header(k, v)
+        if self.command == "HEAD":
+            self.send_header("Content-Length", response.getheader("Content-Length", "0"))
+            self.end_headers()
+            return
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = forward
+
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def main():
+    global args
+    p = argparse.ArgumentParser()
+    p.add_argument("--target", required=True)
+    p.add_argument("--every", type=int, default=2)
+    p.add_argument("--mode", choices=["503", "close"], default="503")
+    p.add_argument("--port", type=int, default=0)
+    args = p.parse_args()
+    server = Server(("127.0.0.1", args.port), Handler)
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
