@@ -89,7 +89,7 @@ pub fn commit_code(e: &CommitError) -> i32 {
         CommitError::TooMuchContention { .. } => CONTENTION,
         CommitError::VersionMoved { .. } => MOVED,
         CommitError::CommitStateUnknown { .. } => UNKNOWN_OUTCOME,
-        CommitError::Corrupt(_) | CommitError::Storage(_) => OTHER,
+        CommitError::Corrupt(_) | CommitError::Storage(_) | CommitError::HistoryRemoved { .. } => OTHER,
     }
 }
 

@@ -208,6 +208,18 @@ enum Command {
         #[command(subcommand)]
         action: CoordinatorAction,
     },
+    /// Remove versions older than DURATION (never the latest) and the files only they used
+    Vacuum {
+        uri: String,
+        /// e.g. 7d, 12h; at least 1h unless --allow-short-retention
+        #[arg(long = "older-than", value_parser = parse_duration)]
+        older_than: Duration,
+        /// Allow a retention under 1h (safe only if no write takes longer than it)
+        #[arg(long = "allow-short-retention")]
+        allow_short_retention: bool,
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the schema
     Schema {
         uri: String,
@@ -504,6 +516,16 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             output::print_history(&history, format)?;
         }
         Command::Doctor { uri } => doctor(&cx, &uri).await?,
+        Command::Vacuum { uri, older_than, allow_short_retention, json } => {
+            let r = cx.open(&uri).await?.vacuum(older_than, allow_short_retention).await?;
+            if json {
+                println!("{}", serde_json::json!({"versions_removed": r.versions_removed, "oldest_retained": r.oldest_retained,
+                    "objects_removed": r.objects_removed, "bytes_removed": r.bytes_removed, "objects_kept": r.objects_kept}));
+            } else {
+                println!("removed {} versions (oldest kept: {}) and {} objects ({} bytes); kept {} objects",
+                    r.versions_removed, r.oldest_retained, r.objects_removed, r.bytes_removed, r.objects_kept);
+            }
+        }
         Command::Stress(args) => {
             let location = cx.location(&args.uri)?;
             let schema = Schema::parse("id bigint not null, val bigint not null").expect("valid");

@@ -77,6 +77,8 @@ pub enum CommitError {
     TooMuchContention { attempts: u32, elapsed_ms: u64, last_version: u64 },
     #[error("the table moved: expected version {expected}, but the latest is {latest}; nothing was committed")]
     VersionMoved { expected: u64, latest: u64 },
+    #[error("version {version}, committed after this transaction's read version, was removed (vacuum) before this transaction could be checked against it; nothing was committed: prepare it again")]
+    HistoryRemoved { version: u64 },
     #[error("could not determine whether transaction {transaction_id} committed as version {version} ({cause}); retry with the same idempotency key")]
     CommitStateUnknown { version: u64, transaction_id: Uuid, cause: StorageError },
     #[error(transparent)]
@@ -159,6 +161,8 @@ pub enum AlterError {
     BadPropertyAssignment { given: String },
     #[error("compaction needs --target-rows of at least 1 (got {given})")]
     BadTargetRows { given: u64 },
+    #[error("a retention of {given_s} s is shorter than the safe minimum of {minimum_s} s: writes slower than it could lose files; pass --allow-short-retention if no such writer runs")]
+    ShortRetention { given_s: u64, minimum_s: u64 },
 }
 
 /// A write operation (append, overwrite, restore, ...) failed. Nothing was committed.

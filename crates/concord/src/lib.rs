@@ -32,7 +32,7 @@ pub use storage::{
     create_coordinator_table, latest_lookup, probe_store, CommitCoordinator, CoordinatorCapabilities, CreateOutcome, DynamoDbCoordinator,
     LatestLookup, Lister, ObjectStoreCoordinator, ProbeReport, ProtocolStep, StoreKind, StoreResolver, SyncedLocalStore, TableLocation, PROBE_RACERS,
 };
-pub use table::{ScanOptions, Table, TableScan, VersionInfo, DEFAULT_COMPACT_TARGET_ROWS};
+pub use table::{ScanOptions, Table, TableScan, VacuumReport, VersionInfo, DEFAULT_COMPACT_TARGET_ROWS, MIN_VACUUM_RETENTION};
 pub use txn::conflict::{resolve as resolve_conflict, RerunScope, Resolution, Winner};
 pub use txn::{CommitInfo, CommitOptions, PreparedTransaction, RetryPolicy};
 

@@ -21,3 +21,4 @@ mod servers;
 mod simulation;
 mod stress;
 mod update;
+mod vacuum;

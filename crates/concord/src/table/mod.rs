@@ -2,6 +2,7 @@
 
 mod maintain;
 mod read;
+mod vacuum;
 mod write;
 
 use std::collections::BTreeMap;
@@ -18,6 +19,7 @@ use crate::txn::commit;
 
 pub use maintain::DEFAULT_COMPACT_TARGET_ROWS;
 pub use read::{ScanOptions, TableScan, VersionInfo};
+pub use vacuum::{VacuumReport, MIN_VACUUM_RETENTION};
 
 /// A table at one version. Cheap to clone. Writes commit on top of the latest version
 /// (rebasing as the concurrency contract says), not necessarily this handle's version.

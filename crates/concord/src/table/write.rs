@@ -293,7 +293,7 @@ impl Table {
 }
 
 /// Objects a prepared transaction wrote (removed if it is known not to commit).
-fn written_files(operation: &Operation) -> Vec<&str> {
+pub(super) fn written_files(operation: &Operation) -> Vec<&str> {
     match operation {
         Operation::Append { fragments } | Operation::Overwrite { fragments } => {
             fragments.iter().flat_map(|f| f.files.iter().map(|d| d.path.as_str())).collect()

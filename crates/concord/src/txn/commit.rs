@@ -230,13 +230,9 @@ async fn create_and_settle(
     }
 }
 
+/// A version at or below the latest: missing means vacuum removed it.
 async fn read_existing(store: &TableStore, version: u64) -> Result<Manifest, CommitError> {
-    store.read_manifest(version).await?.ok_or_else(|| {
-        CommitError::Corrupt(CorruptObject {
-            path: store.location.coordinator.describe_version(version),
-            reason: "the version was listed but cannot be read".to_string(),
-        })
-    })
+    store.read_manifest(version).await?.ok_or(CommitError::HistoryRemoved { version })
 }
 
 /// Work kept between attempts of one commit so that an attempt redoes only what the

@@ -1,0 +1,135 @@
+//! Vacuum: removes versions older than the retention, and objects no retained version
+//! (nor a staged transaction still within the retention) references.
+//!
+//! Safety rules:
+//! - the latest version is always kept; versions are removed oldest first, so the
+//!   retained ones stay one chain;
+//! - an object is removed only if no retained version and no retained staged
+//!   transaction references it AND it was last modified before the cutoff: files of an
+//!   in-flight transaction younger than the retention are never touched;
+//! - a writer whose winners were removed gets `CommitError::HistoryRemoved`, never a
+//!   corrupt table.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use futures::TryStreamExt;
+use object_store::path::Path;
+use object_store::ObjectStoreExt;
+
+use super::Table;
+use crate::error::{CorruptObject, StorageError, WriteError};
+use crate::format::naming;
+use crate::txn::PreparedTransaction;
+
+/// Vacuum refuses retentions shorter than this unless told otherwise: a write's
+/// prepare-to-commit time must stay below the retention.
+pub const MIN_VACUUM_RETENTION: Duration = Duration::from_secs(3600);
+
+/// What a vacuum removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VacuumReport {
+    pub versions_removed: u64,
+    pub oldest_retained: u64,
+    pub objects_removed: u64,
+    pub bytes_removed: u64,
+    pub objects_kept: u64,
+}
+
+impl Table {
+    /// Removes versions committed before `now - older_than` (never the latest) and the
+    /// objects only they referenced; see the module docs. `allow_short` permits a
+    /// retention under [`MIN_VACUUM_RETENTION`] (only safe with no concurrent writers
+    /// slower than it).
+    pub async fn vacuum(&self, older_than: Duration, allow_short: bool) -> Result<VacuumReport, WriteError> {
+        if older_than < MIN_VACUUM_RETENTION && !allow_short {
+            return Err(crate::error::AlterError::ShortRetention { given_s: older_than.as_secs(), minimum_s: MIN_VACUUM_RETENTION.as_secs() }.into());
+        }
+        let cutoff: DateTime<Utc> = self.env.clock.now() - chrono::TimeDelta::from_std(older_than).unwrap_or(chrono::TimeDelta::MAX);
+        let latest = self.latest().await?;
+        let coordinator = &self.store.location.coordinator;
+        let versions = coordinator.list_versions().await?;
+        // Keep every version committed at or after the cutoff, and always the latest.
+        let mut oldest_retained = latest.version();
+        for v in versions.iter().rev() {
+            match self.store.read_manifest(*v).await? {
+                Some(m) if m.timestamp >= cutoff => oldest_retained = *v,
+                _ => break,
+            }
+        }
+        let mut referenced: HashSet<String> = HashSet::new();
+        for v in versions.iter().filter(|v| **v >= oldest_retained) {
+            let Some(m) = self.store.read_manifest(*v).await? else { continue };
+            for segment in &m.segments {
+                referenced.insert(segment.path.clone());
+                for f in &self.store.read_segment(segment).await?.fragments {
+                    referenced.extend(f.files.iter().map(|d| d.path.clone()));
+                    referenced.extend(f.deletion.iter().map(|d| d.path.clone()));
+                }
+            }
+        }
+        let mut report = VacuumReport { oldest_retained, ..Default::default() };
+        // Versions first (oldest first): nobody can start reading them while their
+        // files go.
+        for v in versions.iter().filter(|v| **v < oldest_retained) {
+            let path = naming::version_path(&self.store.location.root, *v);
+            self.remove_object(&path).await?;
+            report.versions_removed += 1;
+        }
+        // Staged transactions within the retention keep their files.
+        for meta in self.list_objects(naming::TRANSACTIONS_DIR).await? {
+            if meta.last_modified >= cutoff {
+                if let Ok(txn) = self.read_staged(&meta.location).await {
+                    referenced.extend(super::write::written_files(&txn.operation).into_iter().map(str::to_string));
+                }
+            }
+        }
+        for dir in [naming::DATA_DIR, naming::SEGMENTS_DIR, naming::DELETIONS_DIR, naming::TRANSACTIONS_DIR, "_staging"] {
+            for meta in self.list_objects(dir).await? {
+                let relative = relative_to(&self.store.location.root, &meta.location);
+                if referenced.contains(&relative) || meta.last_modified >= cutoff {
+                    report.objects_kept += 1;
+                    continue;
+                }
+                self.remove_object(&meta.location).await?;
+                report.objects_removed += 1;
+                report.bytes_removed += meta.size;
+            }
+        }
+        Ok(report)
+    }
+
+    async fn list_objects(&self, dir: &str) -> Result<Vec<object_store::ObjectMeta>, StorageError> {
+        let prefix = naming::resolve(&self.store.location.root, dir);
+        self.store
+            .location
+            .store
+            .list(Some(&prefix))
+            .try_collect()
+            .await
+            .map_err(|source| StorageError { action: "listing", path: self.store.location.display(&prefix), source })
+    }
+
+    async fn remove_object(&self, path: &Path) -> Result<(), StorageError> {
+        match self.store.location.store.delete(path).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(source) => Err(StorageError { action: "removing", path: self.store.location.display(path), source }),
+        }
+    }
+
+    async fn read_staged(&self, path: &Path) -> Result<PreparedTransaction, WriteError> {
+        let shown = self.store.location.display(path);
+        let bytes = async { self.store.location.store.get(path).await?.bytes().await }
+            .await
+            .map_err(|source| StorageError { action: "reading", path: shown.clone(), source })?;
+        Ok(serde_json::from_slice(&bytes).map_err(|e| CorruptObject { path: shown, reason: e.to_string() })?)
+    }
+}
+
+/// `path` relative to the table root, as manifests name objects.
+fn relative_to(root: &Path, path: &Path) -> String {
+    let root = root.as_ref();
+    let full = path.as_ref();
+    full.strip_prefix(root).map(|r| r.trim_start_matches('/')).unwrap_or(full).to_string()
+}
