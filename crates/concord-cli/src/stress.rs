@@ -23,7 +23,6 @@ use std::time::{Duration, Instant};
 use concord::arrow::array::{Array, AsArray, Int64Array, RecordBatch};
 use concord::arrow::datatypes::Int64Type;
 use concord::{Assignment, CommitError, CommitOptions, RandomSource, Schema, StdRandom, Table, WriteError};
-use futures::TryStreamExt;
 use serde_json::{json, Value};
 
 use crate::exit::Failure;
@@ -312,13 +311,27 @@ pub async fn run(table: Table, args: &StressArgs, global_args: &[String]) -> Res
     }
 }
 
-async fn rows_of(table: &Table) -> Result<Vec<(i64, i64)>, Failure> {
-    let scan = table.scan(Default::default()).await?;
-    let batches: Vec<RecordBatch> = scan.into_stream().try_collect().await?;
+/// The rows of one version. Fragments are immutable and a fragment's deletion vector
+/// is named by its path, so each (fragment, deletion vector) pair is read once across
+/// all the versions checked (`cache`).
+async fn rows_of(table: &Table, cache: &mut std::collections::HashMap<(u64, Option<String>), Arc<Vec<(i64, i64)>>>) -> Result<Vec<(i64, i64)>, Failure> {
     let mut out = Vec::new();
-    for b in batches {
-        let (ids, vals) = (b.column(0).as_primitive::<Int64Type>(), b.column(1).as_primitive::<Int64Type>());
-        out.extend((0..b.num_rows()).map(|i| (ids.value(i), if vals.is_null(i) { 0 } else { vals.value(i) })));
+    for fragment in table.fragments().await? {
+        let key = (fragment.id, fragment.deletion.as_ref().map(|d| d.path.clone()));
+        let rows = match cache.get(&key) {
+            Some(rows) => rows.clone(),
+            None => {
+                let mut rows = Vec::new();
+                for b in table.read_fragment(&fragment).await? {
+                    let (ids, vals) = (b.column(0).as_primitive::<Int64Type>(), b.column(1).as_primitive::<Int64Type>());
+                    rows.extend((0..b.num_rows()).map(|i| (ids.value(i), if vals.is_null(i) { 0 } else { vals.value(i) })));
+                }
+                let rows = Arc::new(rows);
+                cache.insert(key, rows.clone());
+                rows
+            }
+        };
+        out.extend(rows.iter().copied());
     }
     Ok(out)
 }
@@ -360,17 +373,18 @@ async fn verify(table: &Table, args: &StressArgs, mix: &[(String, u64)], start: 
     // Replay every version from its predecessor with the reference model.
     let mut state: BTreeMap<i64, i64> = BTreeMap::new();
     let mut replayed = 0;
+    let mut cache = std::collections::HashMap::new();
     for v in &history {
         let version = latest.checkout(v.version).await?;
         match v.idempotency_key.as_deref().and_then(parse_key) {
             Some((w, i)) => apply(&mut state, &plan(args, mix, w, i)),
             None if v.version <= start || v.idempotency_key.as_deref() == Some(SETUP_KEY) => {
-                state = rows_of(&version).await?.into_iter().collect();
+                state = rows_of(&version, &mut cache).await?.into_iter().collect();
             }
             None => problems.push(format!("version {} ({}) is not a stress operation", v.version, v.operation)),
         }
         if v.version > start {
-            let actual = rows_of(&version).await?;
+            let actual = rows_of(&version, &mut cache).await?;
             let as_map: BTreeMap<i64, i64> = actual.iter().copied().collect();
             if as_map.len() != actual.len() {
                 problems.push(format!("version {} holds a row twice", v.version));

@@ -101,6 +101,15 @@ impl Table {
         Ok(fragments)
     }
 
+    /// The live rows of one fragment of this version (all columns, this version's
+    /// schema). With [`Table::fragments`], lets a checker read each immutable
+    /// (fragment, deletion vector) pair once across many versions.
+    pub async fn read_fragment(&self, fragment: &Fragment) -> Result<Vec<RecordBatch>, ScanError> {
+        let schema = self.schema();
+        let plan = Arc::new(crate::io::scan::ScanPlan { fields: schema.fields.clone(), output: schema.arrow_schema(), predicate: None });
+        crate::io::scan::read_fragment(&self.store, fragment, plan).await
+    }
+
     pub async fn scan(&self, options: ScanOptions) -> Result<TableScan, ScanError> {
         let schema = self.schema();
         let fields: Vec<Field> = match &options.columns {
