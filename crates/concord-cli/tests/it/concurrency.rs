@@ -169,6 +169,8 @@ enum Fault {
     LoseResponse(u32),
     /// Nothing lands and reading the new version back fails too: storage is unreachable.
     Unreachable,
+    /// The write lands, then storage becomes unreachable for reading it back.
+    LandThenUnreachable,
     /// Just before each create, another writer takes the version (a copy of ours
     /// under another transaction id), forever.
     Interloper,
@@ -201,6 +203,10 @@ impl CommitCoordinator for FaultyCoordinator {
                 Err(unreachable_error(version))
             }
             Fault::Unreachable => Err(unreachable_error(version)),
+            Fault::LandThenUnreachable => {
+                self.inner.create_version(version, manifest).await?;
+                Err(unreachable_error(version))
+            }
             Fault::Interloper => {
                 let mut other: serde_json::Value = serde_json::from_slice(&manifest).unwrap();
                 other["transaction"]["id"] = serde_json::json!(uuid::Uuid::new_v4());
@@ -214,7 +220,7 @@ impl CommitCoordinator for FaultyCoordinator {
     async fn read_version(&self, version: u64) -> Result<Option<Bytes>, StorageError> {
         match self.fault {
             // Versions committed before the fault stay readable; the one being committed does not.
-            Fault::Unreachable if version > 0 => Err(unreachable_error(version)),
+            Fault::Unreachable | Fault::LandThenUnreachable if version > 0 => Err(unreachable_error(version)),
             _ => self.inner.read_version(version).await,
         }
     }
@@ -269,6 +275,24 @@ async fn unreachable_storage_reports_commit_state_unknown() {
         WriteError::Commit(CommitError::CommitStateUnknown { version, .. }) => assert_eq!(version, 1),
         other => panic!("expected CommitStateUnknown, got {other:?}"),
     }
+}
+
+/// The commit landed, but storage stayed unreachable to read it back: the caller gets
+/// CommitStateUnknown; retrying with the same idempotency key once storage is back
+/// commits nothing new and reports the version that landed. One copy in the history.
+#[tokio::test]
+async fn retry_with_the_same_key_after_commit_state_unknown_leaves_one_copy() {
+    let (table, _, clean) = faulty_table(Fault::LandThenUnreachable).await;
+    let keyed = CommitOptions { idempotency_key: Some("load-42".into()), ..quick_retries() };
+    let batch = one_batch(table.schema(), 0..5);
+    let err = table.append(&[batch.clone()], &keyed).await.unwrap_err();
+    assert!(matches!(err, WriteError::Commit(CommitError::CommitStateUnknown { version: 1, .. })), "{err:?}");
+    let recovered = Table::open(clean.clone(), Env::system()).await.unwrap();
+    let info = recovered.append(&[batch], &keyed).await.unwrap();
+    assert!(info.idempotent_replay, "the earlier attempt landed: nothing new is written");
+    assert_eq!(info.version, 1);
+    let latest = recovered.latest().await.unwrap();
+    assert_eq!((latest.version(), latest.count(None).await.unwrap()), (1, 5), "one copy");
 }
 
 /// A writer that loses every race gives up with a typed TooMuchContention once its
