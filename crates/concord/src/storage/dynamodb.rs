@@ -243,7 +243,7 @@ impl DynamoDbCoordinator {
     /// Steps 2-4 for a row that names `staging`: copy it to the final name (idempotent:
     /// same bytes), mark the row complete, delete the staging object.
     async fn finish(&self, version: u64, staging: &str, bytes: Option<Bytes>) -> Result<Bytes, StorageError> {
-        self.copy(version, staging, bytes).await.map(|(b, _)| b)?;
+        self.copy(version, staging, bytes).await?;
         self.complete(version).await?;
         self.delete_staging(staging).await;
         self.objects.read_version(version).await?.ok_or_else(|| {
@@ -254,14 +254,15 @@ impl DynamoDbCoordinator {
         })
     }
 
-    async fn copy(&self, version: u64, staging: &str, bytes: Option<Bytes>) -> Result<(Bytes, ()), StorageError> {
+    /// Step 3: the staging manifest (`bytes`, or read from `staging`) to the final name.
+    async fn copy(&self, version: u64, staging: &str, bytes: Option<Bytes>) -> Result<(), StorageError> {
         let staging_path = Path::from(staging);
         let bytes = match bytes {
             Some(b) => b,
             None => match self.store.get(&staging_path).await {
                 Ok(found) => found.bytes().await.map_err(|e| self.storage_error("reading", &staging_path, e))?,
                 // Already copied and cleaned up by someone else.
-                Err(object_store::Error::NotFound { .. }) => return self.objects.read_version(version).await?.map(|b| (b, ())).ok_or_else(|| {
+                Err(object_store::Error::NotFound { .. }) => return self.objects.read_version(version).await?.map(|_| ()).ok_or_else(|| {
                     self.storage_error("reading", &staging_path, object_store::Error::NotFound {
                         path: staging.to_string(),
                         source: "the commit row names a staging manifest that is gone and the version was never copied".into(),
@@ -271,8 +272,8 @@ impl DynamoDbCoordinator {
             },
         };
         let final_path = naming::version_path(&self.root, version);
-        self.store.put(&final_path, PutPayload::from_bytes(bytes.clone())).await.map_err(|e| self.storage_error("writing", &final_path, e))?;
-        Ok((bytes, ()))
+        self.store.put(&final_path, PutPayload::from_bytes(bytes)).await.map_err(|e| self.storage_error("writing", &final_path, e))?;
+        Ok(())
     }
 
     async fn complete(&self, version: u64) -> Result<(), StorageError> {
