@@ -9,6 +9,11 @@
 //! 2. For each count in CONCORD_BENCH_WRITERS (empty: none): that many OS processes (this binary
 //!    again, in worker mode) each doing CONCORD_BENCH_OPS one-row appends on one fresh local table.
 //!
+//! 3. Durability cost: appends of 1 row and of 10,000 rows on the default local store
+//!    (every object fsynced, file and directory, before the commit is acknowledged)
+//!    and on object_store's LocalFileSystem, which syncs nothing. CONCORD_BENCH_SAMPLES
+//!    one-row appends and a tenth as many (at least 5) large ones per store.
+//!
 //! Worker mode (internal): CONCORD_BENCH_WORKER=<uri>,<count>,<start at, unix ms>.
 
 use std::error::Error;
@@ -18,7 +23,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use concord::arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray};
-use concord::{CommitOptions, Env, Schema, StoreResolver, Table};
+use concord::object_store::local::LocalFileSystem;
+use concord::object_store::ObjectStore;
+use concord::{CommitOptions, Env, Schema, StoreKind, StoreResolver, Table, TableLocation};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -87,8 +94,12 @@ fn schema() -> Schema {
 }
 
 fn one_row(id: i64) -> RecordBatch {
-    let ids: ArrayRef = Arc::new(Int64Array::from(vec![id]));
-    let names: ArrayRef = Arc::new(StringArray::from(vec![format!("row-{id}")]));
+    rows_from(id, 1)
+}
+
+fn rows_from(first: i64, n: usize) -> RecordBatch {
+    let ids: ArrayRef = Arc::new(Int64Array::from_iter_values(first..first + n as i64));
+    let names: ArrayRef = Arc::new(StringArray::from_iter_values((first..first + n as i64).map(|id| format!("row-{id}"))));
     RecordBatch::try_new(schema().arrow_schema(), vec![ids, names]).expect("batch matches schema")
 }
 
@@ -118,8 +129,51 @@ async fn run(cfg: Config) -> Result<()> {
     for &n in &cfg.writers {
         concurrent.push(processes(n, cfg.ops, &dir.path().join(format!("writers-{n}")).to_string_lossy()).await?);
     }
-    print_summary(&cfg, &single, &ratios, &concurrent);
+    let durability = durability_cost(&cfg, &dir.path().join("durability")).await?;
+    print_summary(&cfg, &single, &ratios, &concurrent, &durability);
     Ok(())
+}
+
+/// Appends of `rows_per_append` rows on one store variant.
+#[derive(Debug, Clone, Serialize)]
+struct DurabilityRow {
+    store: &'static str,
+    rows_per_append: usize,
+    #[serde(flatten)]
+    stats: Stats,
+}
+
+/// `path` on object_store's LocalFileSystem, which does not fsync: the baseline.
+fn unsynced(path: &std::path::Path) -> Result<TableLocation> {
+    std::fs::create_dir_all(path)?;
+    let root = concord::object_store::path::Path::from_absolute_path(path)?;
+    let store: Arc<dyn ObjectStore> = Arc::new(LocalFileSystem::new());
+    Ok(TableLocation::on_store(path.to_string_lossy(), store, root, StoreKind::Local))
+}
+
+async fn durability_cost(cfg: &Config, dir: &std::path::Path) -> Result<Vec<DurabilityRow>> {
+    let mut out = Vec::new();
+    let resolver = StoreResolver::new();
+    let synced_path = dir.join("synced");
+    let variants = [("synced (default)", resolver.resolve(&synced_path.to_string_lossy())?), ("unsynced", unsynced(&dir.join("unsynced"))?)];
+    for (store, location) in variants {
+        let table = Table::create(location, Env::system(), schema()).await?;
+        let mut next = 0i64;
+        for rows_per_append in [1usize, 10_000] {
+            let n = if rows_per_append == 1 { cfg.samples } else { (cfg.samples / 10).max(5) };
+            let mut samples = Vec::with_capacity(n);
+            for _ in 0..n {
+                let batch = rows_from(next, rows_per_append);
+                let t = Instant::now();
+                table.append(&[batch], &CommitOptions::default()).await?;
+                samples.push(t.elapsed());
+                next += rows_per_append as i64;
+            }
+            eprintln!("durability: {store}, {rows_per_append}-row appends: p50 {} ms", ms(stats(&samples).p50_ms));
+            out.push(DurabilityRow { store, rows_per_append, stats: stats(&samples) });
+        }
+    }
+    Ok(out)
 }
 
 /// One measured (measurement, versions) cell.
@@ -318,7 +372,7 @@ async fn processes(n: usize, ops: usize, uri: &str) -> Result<Concurrent> {
     })
 }
 
-fn print_summary(cfg: &Config, single: &[Row], ratios: &[(&'static str, u64, u64, f64, f64)], concurrent: &[Concurrent]) {
+fn print_summary(cfg: &Config, single: &[Row], ratios: &[(&'static str, u64, u64, f64, f64)], concurrent: &[Concurrent], durability: &[DurabilityRow]) {
     println!("\n## Single writer, one-row appends, local disk ({} samples each)\n", cfg.samples);
     println!("| measurement | table at version | n | p50 ms | p99 ms | mean ms |");
     println!("|---|---:|---:|---:|---:|---:|");
@@ -350,10 +404,17 @@ fn print_summary(cfg: &Config, single: &[Row], ratios: &[(&'static str, u64, u64
             c.verified
         );
     }
+    println!("\n## Durability cost: fsync of every object before the commit is acknowledged\n");
+    println!("| store | rows per append | n | p50 ms | p99 ms | mean ms |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    for d in durability {
+        let s = &d.stats;
+        println!("| {} | {} | {} | {} | {} | {} |", d.store, d.rows_per_append, s.n, ms(s.p50_ms), ms(s.p99_ms), ms(s.mean_ms));
+    }
     let ratios: Vec<Value> = ratios
         .iter()
         .map(|(m, from, to, p50, p99)| json!({"measurement": m, "from_versions": from, "to_versions": to, "p50_ratio": p50, "p99_ratio": p99}))
         .collect();
     let config = json!({"sizes": cfg.sizes, "samples": cfg.samples, "writers": cfg.writers, "ops": cfg.ops});
-    println!("\n{}", json!({"summary": {"config": config, "single_writer": single, "ratios": ratios, "concurrent": concurrent}}));
+    println!("\n{}", json!({"summary": {"config": config, "single_writer": single, "ratios": ratios, "concurrent": concurrent, "durability": durability}}));
 }

@@ -1,7 +1,5 @@
 //! Errors to the exit codes of the CLI contract (../shared/cli-contract.md).
 
-
-
 use concord::{CommitError, CreateError, OpenError, ScanError, SchemaParseError, UriError, WriteError};
 
 pub const OTHER: i32 = 1;

@@ -590,8 +590,26 @@ fn main() {
         eprintln!("error: --storage-option '{bad}' is not of the form KEY=VALUE");
         std::process::exit(exit::USAGE);
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime starts");
-    if let Err(failure) = runtime.block_on(run(cli)) {
+    // Planning and evaluating a SQL expression recurse once per operator; the library
+    // caps expressions at MAX_EXPRESSION_OPERATORS, and these stacks hold that depth
+    // even in debug builds. Stack memory is only committed when used.
+    const STACK_BYTES: usize = 64 << 20;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_stack_size(STACK_BYTES)
+        .build()
+        .expect("tokio runtime starts");
+    let outcome = std::thread::Builder::new()
+        .name("concord".into())
+        .stack_size(STACK_BYTES)
+        .spawn(move || runtime.block_on(run(cli)))
+        .expect("main thread starts")
+        .join();
+    let Ok(result) = outcome else {
+        // The panic message is already printed.
+        std::process::exit(exit::OTHER);
+    };
+    if let Err(failure) = result {
         if !failure.message.is_empty() {
             eprintln!("error: {}", failure.message);
         }

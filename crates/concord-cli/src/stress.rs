@@ -303,12 +303,26 @@ pub async fn run(table: Table, args: &StressArgs, global_args: &[String]) -> Res
     eprintln!("stress: all writers done in {elapsed:.1} s; verifying every version...");
     let report = verify(&table, args, &mix, start_version, &lines, killed, elapsed).await?;
     let _ = std::fs::remove_dir_all(&dir);
+    eprintln!("{}", summary(&report));
     println!("{report}");
     if report["verified"] == json!(true) {
         Ok(())
     } else {
         Err(Failure { code: 1, message: format!("verification failed: {}", report["problems"]) })
     }
+}
+
+/// The report in one readable paragraph (stderr; stdout has the JSON).
+fn summary(r: &Value) -> String {
+    let verdict = if r["verified"] == json!(true) { "VERIFIED".to_string() } else { format!("NOT VERIFIED: {}", r["problems"]) };
+    let f = |v: &Value| v.as_f64().unwrap_or(f64::NAN);
+    format!(
+        "stress: {verdict}\n  {} commits, {} failed, {} writers killed, {} idempotent replays; {} versions replayed against the reference model\n  \
+         {:.2} commits/s; latency p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms; attempts mean {:.2}, max {}; {} rebases, {} partial re-runs",
+        r["commits"], r["failed"], r["killed"], r["idempotent_replays"], r["versions_replayed"],
+        f(&r["commits_per_s"]), f(&r["latency_ms"]["p50"]), f(&r["latency_ms"]["p99"]), f(&r["latency_ms"]["max"]),
+        f(&r["attempts"]["mean"]), r["attempts"]["max"], r["rebases"], r["reruns"]
+    )
 }
 
 /// The rows of one version. Fragments are immutable and a fragment's deletion vector
@@ -410,6 +424,7 @@ async fn verify(table: &Table, args: &StressArgs, mix: &[(String, u64)], start: 
         "commits": ok.len(), "failed": failed.len(), "killed": killed,
         "idempotent_replays": ok.iter().filter(|(_, l)| l["replay"] == true).count(),
         "versions": history.len(), "versions_replayed": replayed,
+        "bank_total": if args.workload == Workload::Bank { json!({"expected": BANK_ACCOUNTS * BANK_OPENING, "versions_checked": replayed}) } else { Value::Null },
         "commits_per_s": ok.len() as f64 / elapsed.max(1e-9), "elapsed_s": elapsed,
         "latency_ms": {"p50": pct(0.5), "p99": pct(0.99), "max": latencies.last().copied().unwrap_or(0.0)},
         "attempts": {"mean": attempts.iter().sum::<u64>() as f64 / attempts.len().max(1) as f64, "max": attempts.iter().max().copied().unwrap_or(0)},

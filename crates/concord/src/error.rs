@@ -113,14 +113,33 @@ pub enum InputError {
 /// A SQL predicate or expression is not usable on the table.
 #[derive(Debug, thiserror::Error)]
 pub enum PredicateError {
-    #[error("cannot parse '{sql}': {reason}")]
+    #[error("cannot parse '{}': {reason}", abbreviate(sql))]
     Parse { sql: String, reason: String },
-    #[error("'{sql}' refers to unknown column '{column}'; the table has: {known}")]
+    #[error("'{}' refers to unknown column '{column}'; the table has: {known}", abbreviate(sql))]
     UnknownColumn { sql: String, column: String, known: String },
-    #[error("'{sql}' is of type {found}, not boolean; a filter must be true or false for each row")]
+    #[error("'{}' is of type {found}, not boolean; a filter must be true or false for each row", abbreviate(sql))]
     NotBoolean { sql: String, found: String },
-    #[error("cannot use '{sql}' on this table: {reason}")]
+    #[error("cannot use '{}' on this table: {reason}", abbreviate(sql))]
     Invalid { sql: String, reason: String },
+    /// Deeper expressions would exhaust the stack while being planned and evaluated.
+    #[error("'{}' has {operators} operators or nesting levels; the limit is {limit}. Split the work into several \
+             statements, or use `column IN (v1, v2, ...)` instead of long OR chains", abbreviate(sql))]
+    TooComplex { sql: String, operators: usize, limit: usize },
+    #[error("the expression is {bytes} bytes long; the limit is {limit} bytes. Split the work into several statements")]
+    TooLong { bytes: usize, limit: usize },
+}
+
+/// `text` for an error message: long expressions are cut, with their length shown.
+pub(crate) fn abbreviate(text: &str) -> String {
+    const SHOWN: usize = 160;
+    if text.len() <= SHOWN {
+        return text.to_string();
+    }
+    let mut cut = SHOWN;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}... ({} bytes)", &text[..cut], text.len())
 }
 
 /// Reading rows failed.

@@ -5,8 +5,10 @@
 //! - `storage`: stores, URIs and the commit seam ([`CommitCoordinator`]);
 //! - `txn`: transactions, conflict rules, the commit loop;
 //! - `io`: reading input, writing and scanning Parquet data files;
-//! - `table`: the [`Table`] API.
+//! - `table`: the [`Table`] API;
+//! - [`decode`]: untrusted bytes to format objects (public for tools and fuzzing).
 
+pub mod decode;
 mod env;
 mod error;
 mod format;
@@ -26,11 +28,13 @@ pub use format::manifest::{
     FORMAT_VERSION, PROPERTY_ISOLATION,
 };
 pub use format::naming::{parse_version_file_name, version_file_name};
-pub use format::schema::{sql_literal, ColumnSpec, ColumnType, Field, Schema, SchemaParseError};
+pub use format::schema::{sql_literal, ColumnSpec, ColumnType, Field, Schema, SchemaParseError, MAX_COLUMNS, MAX_COLUMN_NAME_BYTES};
+pub use io::predicate::{MAX_EXPRESSION_BYTES, MAX_EXPRESSION_OPERATORS};
 pub use io::scan::ScanMetrics;
 pub use storage::{
     create_coordinator_table, latest_lookup, probe_store, CommitCoordinator, CoordinatorCapabilities, CreateOutcome, DynamoDbCoordinator,
-    LatestLookup, Lister, ObjectStoreCoordinator, ProbeReport, ProtocolStep, StoreKind, StoreResolver, SyncedLocalStore, TableLocation, PROBE_RACERS,
+    LatestLookup, Lister, ObjectStoreCoordinator, OversizedObject, ProbeReport, ProtocolStep, StoreKind, StoreResolver, SyncedLocalStore,
+    TableLocation, MAX_METADATA_BYTES, PROBE_RACERS,
 };
 pub use table::{ScanOptions, Table, TableScan, VacuumReport, VersionInfo, DEFAULT_COMPACT_TARGET_ROWS, MIN_VACUUM_RETENTION};
 pub use txn::conflict::{resolve as resolve_conflict, RerunScope, Resolution, Winner};

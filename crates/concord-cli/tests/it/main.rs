@@ -12,6 +12,7 @@ mod compact;
 mod conformance;
 mod delete;
 mod format;
+mod hostile;
 mod lost_responses;
 mod histories;
 mod matrix;

@@ -285,3 +285,29 @@ impl Manifest {
         self.properties.get(PROPERTY_ISOLATION).and_then(|s| IsolationLevel::parse(s)).unwrap_or_default()
     }
 }
+
+impl Operation {
+    /// The data and deletion files (table-relative) this operation wrote.
+    pub fn written_files(&self) -> Vec<&str> {
+        match self {
+            Operation::Append { fragments } | Operation::Overwrite { fragments } => {
+                fragments.iter().flat_map(|f| f.files.iter().map(|d| d.path.as_str())).collect()
+            }
+            Operation::Delete { deletions, .. } => deletions.iter().map(|d| d.path.as_str()).collect(),
+            Operation::ReplaceWhere { deletions, fragments, .. }
+            | Operation::Update { deletions, fragments, .. }
+            | Operation::Merge { deletions, fragments, .. } => deletions
+                .iter()
+                .map(|d| d.path.as_str())
+                .chain(fragments.iter().flat_map(|f| f.files.iter().map(|d| d.path.as_str())))
+                .collect(),
+            Operation::Compact { groups, .. } => groups.iter().flat_map(|g| g.outputs.iter().flat_map(|f| f.files.iter().map(|d| d.path.as_str()))).collect(),
+            Operation::Create
+            | Operation::Restore { .. }
+            | Operation::AddColumn { .. }
+            | Operation::DropColumn { .. }
+            | Operation::RenameColumn { .. }
+            | Operation::SetProperties { .. } => Vec::new(),
+        }
+    }
+}

@@ -155,7 +155,16 @@ pub enum SchemaParseError {
     DuplicateColumn { name: String },
     #[error("'{definition}': defaults are given when adding a column (concord alter <uri> add-column \"name type default expr\"), not at create")]
     DefaultAtCreate { definition: String },
+    #[error("the schema has {count} columns; a table has at most {limit}")]
+    TooManyColumns { count: usize, limit: usize },
+    #[error("a column name of {bytes} bytes is longer than the {limit} allowed")]
+    NameTooLong { bytes: usize, limit: usize },
 }
+
+/// Most columns a table may have (wider tables are rejected at create and add-column).
+pub const MAX_COLUMNS: usize = 10_000;
+/// Longest column name, in bytes.
+pub const MAX_COLUMN_NAME_BYTES: usize = 256;
 
 /// One column definition: `name type [not null] [default <SQL expression>]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -197,7 +206,11 @@ impl ColumnSpec {
             return Err(bad());
         }
         let column_type: ColumnType = type_words.join(" ").parse()?;
-        Ok(ColumnSpec { name: name.trim_matches('"').to_string(), column_type, nullable, default_sql })
+        let name = name.trim_matches('"');
+        if name.len() > MAX_COLUMN_NAME_BYTES {
+            return Err(SchemaParseError::NameTooLong { bytes: name.len(), limit: MAX_COLUMN_NAME_BYTES });
+        }
+        Ok(ColumnSpec { name: name.to_string(), column_type, nullable, default_sql })
     }
 }
 
@@ -222,13 +235,18 @@ impl Schema {
     /// Parses `"id bigint not null, name varchar"`; field ids are assigned in order from 0.
     /// Defaults are given when adding a column (`alter ... add-column`), not here.
     pub fn parse(definition: &str) -> Result<Schema, SchemaParseError> {
+        let count = definition.split(',').filter(|p| !p.trim().is_empty()).count();
+        if count > MAX_COLUMNS {
+            return Err(SchemaParseError::TooManyColumns { count, limit: MAX_COLUMNS });
+        }
         let mut fields: Vec<Field> = Vec::new();
+        let mut names = std::collections::HashSet::new();
         for (idx, part) in definition.split(',').map(str::trim).filter(|p| !p.is_empty()).enumerate() {
             let spec = ColumnSpec::parse(part)?;
             if spec.default_sql.is_some() {
                 return Err(SchemaParseError::DefaultAtCreate { definition: part.to_string() });
             }
-            if fields.iter().any(|f| f.name == spec.name) {
+            if !names.insert(spec.name.clone()) {
                 return Err(SchemaParseError::DuplicateColumn { name: spec.name });
             }
             fields.push(Field { id: idx as u32, name: spec.name, column_type: spec.column_type, nullable: spec.nullable, default: None });

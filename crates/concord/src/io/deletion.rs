@@ -5,12 +5,11 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use object_store::ObjectStoreExt;
 use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
 use roaring::RoaringBitmap;
 
 use crate::env::Env;
-use crate::error::{CorruptObject, OpenError, StorageError};
+use crate::error::{OpenError, StorageError};
 use crate::format::manifest::DeletionRef;
 use crate::format::naming;
 use crate::storage::TableStore;
@@ -21,9 +20,9 @@ pub(crate) async fn read(store: &TableStore, relative: &str) -> Result<Arc<Roari
     }
     let path = store.path(relative);
     let shown = store.location.display(&path);
-    let read = async { store.location.store.get(&path).await?.bytes().await };
+    let read = crate::storage::get_metadata(store.location.store.as_ref(), &path);
     let bytes = read.await.map_err(|source| StorageError { action: "reading", path: shown.clone(), source })?;
-    let rows = RoaringBitmap::deserialize_from(&bytes[..]).map_err(|e| CorruptObject { path: shown, reason: e.to_string() })?;
+    let rows = crate::decode::deletion_vector(&shown, &bytes)?;
     let rows = Arc::new(rows);
     store.cache_deletion(relative, rows.clone());
     Ok(rows)

@@ -25,7 +25,47 @@ pub(crate) struct Predicate {
     pub pruning: Option<Arc<PruningPredicate>>,
 }
 
+/// Longest expression text accepted (an `IN` list of 100,000 values fits).
+pub const MAX_EXPRESSION_BYTES: usize = 4 << 20;
+/// Most operators and nesting levels an expression may have. Planning and evaluating
+/// recurse once per level; this bound keeps that within the stack the CLI gives its
+/// threads (library callers: about 64 MiB in debug builds, far less in release).
+pub const MAX_EXPRESSION_OPERATORS: usize = 1_000;
+
+/// Rejects expressions too long or too deep to plan safely, before DataFusion sees them.
+/// Counts tokens iteratively, so it cannot itself run out of stack.
+fn check_size(sql: &str) -> Result<(), PredicateError> {
+    use datafusion::sql::sqlparser::dialect::GenericDialect;
+    use datafusion::sql::sqlparser::keywords::Keyword;
+    use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
+    if sql.len() > MAX_EXPRESSION_BYTES {
+        return Err(PredicateError::TooLong { bytes: sql.len(), limit: MAX_EXPRESSION_BYTES });
+    }
+    // An untokenizable text gets DataFusion's own parse error below.
+    let Ok(tokens) = Tokenizer::new(&GenericDialect {}, sql).tokenize() else { return Ok(()) };
+    let operators = tokens
+        .iter()
+        .filter(|t| match t {
+            Token::Word(w) => matches!(
+                w.keyword,
+                Keyword::AND | Keyword::OR | Keyword::NOT | Keyword::IS | Keyword::LIKE | Keyword::ILIKE | Keyword::BETWEEN | Keyword::WHEN
+            ),
+            Token::Whitespace(_) | Token::Comma | Token::RParen | Token::Period => false,
+            Token::Number(..) | Token::Char(_) => false,
+            Token::SingleQuotedString(_) | Token::DoubleQuotedString(_) | Token::NationalStringLiteral(_) => false,
+            Token::HexStringLiteral(_) | Token::EscapedStringLiteral(_) => false,
+            // Operators, and `(`: each opens a nesting level.
+            _ => true,
+        })
+        .count();
+    if operators > MAX_EXPRESSION_OPERATORS {
+        return Err(PredicateError::TooComplex { sql: sql.to_string(), operators, limit: MAX_EXPRESSION_OPERATORS });
+    }
+    Ok(())
+}
+
 pub(crate) fn compile(sql: &str, table: &Schema) -> Result<Predicate, PredicateError> {
+    check_size(sql)?;
     let full = table.arrow_schema();
     let ctx = SessionContext::new();
     let df_full = DFSchema::try_from(full.as_ref().clone()).map_err(|e| invalid(sql, e))?;
@@ -87,6 +127,7 @@ impl RowTest for Predicate {
 /// table schema: evaluate it on batches with every table column, in table order.
 /// Returns the expression and the field ids it reads.
 pub(crate) fn compile_value(sql: &str, table: &Schema) -> Result<(Arc<dyn PhysicalExpr>, Vec<u32>), PredicateError> {
+    check_size(sql)?;
     let full = table.arrow_schema();
     let ctx = SessionContext::new();
     let df_full = DFSchema::try_from(full.as_ref().clone()).map_err(|e| invalid(sql, e))?;
@@ -160,5 +201,32 @@ mod tests {
         assert!(matches!(compile("id >", &table()), Err(PredicateError::Parse { .. })));
         assert!(matches!(compile("id + 1", &table()), Err(PredicateError::NotBoolean { .. })));
         assert!(compile("1 = 1", &table()).unwrap().constant_value().unwrap());
+    }
+
+    #[test]
+    fn counts_operators_and_nesting_before_parsing() {
+        let ops = |sql: &str| match check_size(sql) {
+            Ok(()) => None,
+            Err(PredicateError::TooComplex { operators, .. }) => Some(operators),
+            Err(e) => panic!("{e}"),
+        };
+        let many = |n: usize, term: &str, sep: &str| vec![term; n].join(sep);
+        let cases: Vec<(String, Option<usize>)> = vec![
+            ("id = 1 AND name LIKE 'a%'".into(), None),
+            (format!("id IN ({})", many(50_000, "7", ",")), None),
+            (format!("name = '{}'", "(".repeat(5_000)), None),
+            (many(500, "id = 1", " OR "), None),
+            (many(501, "id = 1", " OR "), Some(1_001)),
+            (format!("{}1{}", "(".repeat(1_001), ")".repeat(1_001)), Some(1_001)),
+            (format!("{} > 0", many(1_001, "id", " + ")), Some(1_001)),
+            (many(1_001, "NOT", " ") + " id = 1", Some(1_002)),
+        ];
+        for (sql, expected) in cases {
+            assert_eq!(ops(&sql), expected, "{}", crate::error::abbreviate(&sql));
+        }
+        let long = "x".repeat(MAX_EXPRESSION_BYTES + 1);
+        assert!(matches!(check_size(&long), Err(PredicateError::TooLong { .. })));
+        let message = compile(&many(2_000, "id = 1", " OR "), &table()).unwrap_err().to_string();
+        assert!(message.len() < 400 && message.contains("(19996 bytes)"), "{message}");
     }
 }

@@ -28,6 +28,7 @@ use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use super::coordinator::{CommitCoordinator, CoordinatorCapabilities, CreateOutcome};
 use super::object_store_coordinator::{LatestLookup, ObjectStoreCoordinator};
 use super::uri::{StoreKind, TableLocation};
+use super::table_store::get_metadata;
 use crate::error::{StorageError, UriError};
 use crate::format::naming;
 
@@ -259,8 +260,8 @@ impl DynamoDbCoordinator {
         let staging_path = Path::from(staging);
         let bytes = match bytes {
             Some(b) => b,
-            None => match self.store.get(&staging_path).await {
-                Ok(found) => found.bytes().await.map_err(|e| self.storage_error("reading", &staging_path, e))?,
+            None => match get_metadata(self.store.as_ref(), &staging_path).await {
+                Ok(found) => found,
                 // Already copied and cleaned up by someone else.
                 Err(object_store::Error::NotFound { .. }) => return self.objects.read_version(version).await?.map(|_| ()).ok_or_else(|| {
                     self.storage_error("reading", &staging_path, object_store::Error::NotFound {

@@ -11,7 +11,8 @@ mod uri;
 
 pub use coordinator::{CommitCoordinator, CoordinatorCapabilities, CreateOutcome};
 pub use object_store_coordinator::{LatestLookup, Lister, ObjectStoreCoordinator};
-pub(crate) use table_store::{decode_manifest, TableStore};
+pub(crate) use table_store::{get_metadata, TableStore};
+pub use table_store::{OversizedObject, MAX_METADATA_BYTES};
 pub use local::SyncedLocalStore;
 pub use dynamodb::{create_coordinator_table, DynamoDbCoordinator, ProtocolStep};
 pub use probe::{probe_store, ProbeReport, PROBE_RACERS};

@@ -11,6 +11,7 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload}
 use serde::{Deserialize, Serialize};
 
 use super::coordinator::{CommitCoordinator, CoordinatorCapabilities, CreateOutcome};
+use super::table_store::get_metadata;
 use crate::error::StorageError;
 use crate::format::naming;
 
@@ -147,12 +148,11 @@ impl CommitCoordinator for ObjectStoreCoordinator {
 
     async fn read_version(&self, version: u64) -> Result<Option<Bytes>, StorageError> {
         let path = naming::version_path(&self.root, version);
-        let result = match self.store.get(&path).await {
-            Ok(r) => r,
-            Err(object_store::Error::NotFound { .. }) => return Ok(None),
-            Err(e) => return Err(self.storage_error("reading", &path, e)),
-        };
-        result.bytes().await.map(Some).map_err(|e| self.storage_error("reading", &path, e))
+        match get_metadata(self.store.as_ref(), &path).await {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(self.storage_error("reading", &path, e)),
+        }
     }
 
     async fn latest_version(&self, known: Option<u64>) -> Result<Option<u64>, StorageError> {

@@ -10,9 +10,35 @@ use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
 use super::TableLocation;
 use crate::env::Env;
-use crate::error::{CorruptObject, OpenError, StorageError};
-use crate::format::manifest::{Manifest, Segment, SegmentRef, FORMAT_VERSION};
+use crate::error::{OpenError, StorageError};
+use crate::format::manifest::{Manifest, Segment, SegmentRef};
 use crate::format::{naming, segments};
+
+/// Largest metadata object (manifest, segment, transaction record, deletion vector)
+/// Concord reads. It never writes one this large; a bigger one is refused before its
+/// bytes are fetched, so a hostile object cannot exhaust memory.
+pub const MAX_METADATA_BYTES: u64 = 256 << 20;
+
+/// A metadata object over [`MAX_METADATA_BYTES`] (the source of a storage error).
+#[derive(Debug, thiserror::Error)]
+#[error("the object is {size} bytes, more than the {limit} bytes of any metadata Concord writes: it is corrupt or was not written by Concord")]
+pub struct OversizedObject {
+    pub size: u64,
+    pub limit: u64,
+}
+
+/// The bytes of a metadata object, refusing oversized ones before reading them.
+pub(crate) async fn get_metadata(store: &dyn object_store::ObjectStore, path: &Path) -> object_store::Result<Bytes> {
+    let found = store.get(path).await?;
+    if found.meta.size > MAX_METADATA_BYTES {
+        let source = Box::new(OversizedObject { size: found.meta.size, limit: MAX_METADATA_BYTES });
+        return Err(object_store::Error::Generic { store: "concord", source });
+    }
+    found.bytes().await
+}
+
+/// Concurrent manifest reads while indexing idempotency keys.
+const KEY_INDEX_READS: usize = 16;
 
 /// Segments are immutable, so caching them is always safe; the cap bounds memory.
 const SEGMENT_CACHE_ENTRIES: usize = 4096;
@@ -39,19 +65,17 @@ impl TableStore {
     }
 
     /// The version (up to `latest`) whose transaction carries idempotency `key`, if any.
-    /// Reads each version once per store handle: later calls read only newer versions.
+    /// Reads each version once per store handle (`KEY_INDEX_READS` at a time): later
+    /// calls read only newer versions. A first call costs one read per retained version.
     pub async fn version_with_key(&self, key: &str, latest: u64) -> Result<Option<u64>, OpenError> {
+        use futures::{StreamExt, TryStreamExt};
         let mut index = self.key_index.lock().await;
         let from = index.0.map_or(0, |v| v + 1);
-        for v in from..=latest {
-            match self.read_manifest(v).await? {
-                Some(m) => {
-                    if let Some(k) = m.transaction.idempotency_key {
-                        index.1.entry(k).or_insert(v);
-                    }
-                }
-                // Removed by cleanup (older versions): nothing to index.
-                None => {}
+        let mut reads = futures::stream::iter(from..=latest).map(|v| async move { Ok::<_, OpenError>((v, self.read_manifest(v).await?)) }).buffered(KEY_INDEX_READS);
+        while let Some((v, manifest)) = reads.try_next().await? {
+            // None: removed by vacuum (older versions), nothing to index.
+            if let Some(k) = manifest.and_then(|m| m.transaction.idempotency_key) {
+                index.1.entry(k).or_insert(v);
             }
             index.0 = Some(v);
         }
@@ -79,7 +103,7 @@ impl TableStore {
         let coordinator = &self.location.coordinator;
         match coordinator.read_version(version).await? {
             None => Ok(None),
-            Some(bytes) => decode_manifest(&coordinator.describe_version(version), version, &bytes).map(Some),
+            Some(bytes) => crate::decode::manifest(&coordinator.describe_version(version), version, &bytes).map(Some),
         }
     }
 
@@ -88,21 +112,10 @@ impl TableStore {
             return Ok(hit.clone());
         }
         let path = self.path(&reference.path);
-        let read = async { self.location.store.get(&path).await?.bytes().await };
+        let read = get_metadata(self.location.store.as_ref(), &path);
         let shown = self.location.display(&path);
         let bytes = read.await.map_err(|source| StorageError { action: "reading", path: shown.clone(), source })?;
-        let segment: Segment =
-            serde_json::from_slice(&bytes).map_err(|e| CorruptObject { path: shown.clone(), reason: e.to_string() })?;
-        let named = segment.fragments.iter().flat_map(|f| {
-            f.files.iter().map(|d| (d.path.as_str(), naming::DATA_DIR)).chain(f.deletion.iter().map(|d| (d.path.as_str(), naming::DELETIONS_DIR)))
-        });
-        for (relative, dir) in named {
-            naming::check_inside(relative, dir).map_err(|reason| CorruptObject { path: shown.clone(), reason })?;
-        }
-        if segment.fragments.len() as u64 != reference.fragments {
-            let reason = format!("holds {} fragments, its reference says {}", segment.fragments.len(), reference.fragments);
-            return Err(CorruptObject { path: shown, reason }.into());
-        }
+        let segment = crate::decode::segment(&shown, reference.fragments, &bytes)?;
         let segment = Arc::new(segment);
         let mut cache = self.segment_cache.lock().unwrap_or_else(|e| e.into_inner());
         if cache.len() >= SEGMENT_CACHE_ENTRIES {
@@ -151,23 +164,3 @@ impl TableStore {
     }
 }
 
-/// Decodes and checks a manifest read from `path` for `version`.
-pub(crate) fn decode_manifest(path: &str, version: u64, bytes: &[u8]) -> Result<Manifest, OpenError> {
-    #[derive(serde::Deserialize)]
-    struct Header {
-        format_version: u32,
-    }
-    let corrupt = |reason: String| OpenError::Corrupt(CorruptObject { path: path.to_string(), reason });
-    let header: Header = serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string()))?;
-    if header.format_version > FORMAT_VERSION {
-        return Err(OpenError::UnsupportedFormat { path: path.to_string(), found: header.format_version, supported: FORMAT_VERSION });
-    }
-    let manifest: Manifest = serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string()))?;
-    if manifest.version != version {
-        return Err(corrupt(format!("it says version {}, its name says {version}", manifest.version)));
-    }
-    for segment in &manifest.segments {
-        naming::check_inside(&segment.path, naming::SEGMENTS_DIR).map_err(corrupt)?;
-    }
-    Ok(manifest)
-}

@@ -10,7 +10,7 @@ use arrow::datatypes::{DataType, Schema as ArrowSchema};
 use super::Table;
 use crate::error::{AlterError, PredicateError, WriteError};
 use crate::format::manifest::{IsolationLevel, NewColumn, Operation, PROPERTY_ISOLATION};
-use crate::format::schema::{ColumnSpec, Field, Schema};
+use crate::format::schema::{ColumnSpec, Field, Schema, SchemaParseError, MAX_COLUMNS};
 use crate::io::predicate;
 use crate::io::writer::MAX_ROWS_PER_FILE;
 use crate::txn::{alter, compact, CommitInfo, CommitOptions, PreparedTransaction};
@@ -58,6 +58,10 @@ impl Table {
         }
         if base.schema().field(&spec.name).is_some() {
             return Err(AlterError::ColumnExists { name: spec.name }.into());
+        }
+        let count = base.schema().fields.len() + 1;
+        if count > MAX_COLUMNS {
+            return Err(AlterError::Definition(SchemaParseError::TooManyColumns { count, limit: MAX_COLUMNS }).into());
         }
         let default = match &spec.default_sql {
             Some(sql) => evaluate_default(&spec, sql)?,

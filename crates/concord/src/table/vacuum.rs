@@ -19,7 +19,7 @@ use object_store::path::Path;
 use object_store::ObjectStoreExt;
 
 use super::Table;
-use crate::error::{CorruptObject, StorageError, WriteError};
+use crate::error::{StorageError, WriteError};
 use crate::format::naming;
 use crate::txn::PreparedTransaction;
 
@@ -81,7 +81,7 @@ impl Table {
         for meta in self.list_objects(naming::TRANSACTIONS_DIR).await? {
             if meta.last_modified >= cutoff {
                 if let Ok(txn) = self.read_staged(&meta.location).await {
-                    referenced.extend(super::write::written_files(&txn.operation).into_iter().map(str::to_string));
+                    referenced.extend(txn.operation.written_files().into_iter().map(str::to_string));
                 }
             }
         }
@@ -120,10 +120,10 @@ impl Table {
 
     async fn read_staged(&self, path: &Path) -> Result<PreparedTransaction, WriteError> {
         let shown = self.store.location.display(path);
-        let bytes = async { self.store.location.store.get(path).await?.bytes().await }
+        let bytes = crate::storage::get_metadata(self.store.location.store.as_ref(), path)
             .await
             .map_err(|source| StorageError { action: "reading", path: shown.clone(), source })?;
-        Ok(serde_json::from_slice(&bytes).map_err(|e| CorruptObject { path: shown, reason: e.to_string() })?)
+        Ok(crate::decode::transaction(&shown, &bytes)?)
     }
 }
 

@@ -5,11 +5,10 @@ use std::path::PathBuf;
 
 use arrow::array::RecordBatch;
 use bytes::Bytes;
-use object_store::ObjectStoreExt;
 use uuid::Uuid;
 
 use super::Table;
-use crate::error::{CorruptObject, InputError, OpenError, StorageError, WriteError};
+use crate::error::{InputError, OpenError, StorageError, WriteError};
 use crate::format::manifest::{Assignment, NewFragment, Operation};
 use crate::format::naming;
 use crate::io::keys::KeySet;
@@ -212,20 +211,12 @@ impl Table {
         let id: Uuid = id.parse().map_err(|_| not_found())?;
         let path = self.store.path(&naming::staged_transaction_name(id));
         let shown = self.store.location.display(&path);
-        let bytes = match self.store.location.store.get(&path).await {
-            Ok(found) => found.bytes().await,
+        let bytes = match crate::storage::get_metadata(self.store.location.store.as_ref(), &path).await {
             Err(object_store::Error::NotFound { .. }) => return Err(not_found()),
-            Err(e) => Err(e),
+            other => other,
         }
         .map_err(|source| StorageError { action: "reading", path: shown.clone(), source })?;
-        let txn: PreparedTransaction =
-            serde_json::from_slice(&bytes).map_err(|e| CorruptObject { path: shown.clone(), reason: e.to_string() })?;
-        for file in written_files(&txn.operation) {
-            naming::check_inside(file, naming::DATA_DIR)
-                .or_else(|_| naming::check_inside(file, naming::DELETIONS_DIR))
-                .map_err(|reason| CorruptObject { path: shown.clone(), reason })?;
-        }
-        Ok(txn)
+        Ok(crate::decode::transaction(&shown, &bytes)?)
     }
 
     /// Prepare and commit in one call. The idempotency check comes first, so a replay
@@ -243,7 +234,7 @@ impl Table {
         let result = commit::commit(&self.store, &self.env, &txn, options).await;
         if let Err(e) = &result {
             if !matches!(e, crate::error::CommitError::CommitStateUnknown { .. }) {
-                self.store.delete_best_effort(written_files(&txn.operation)).await;
+                self.store.delete_best_effort(txn.operation.written_files()).await;
             }
         }
         Ok(result?)
@@ -289,29 +280,5 @@ impl Table {
         let Some(version) = self.store.version_with_key(key, latest.version()).await? else { return Ok(None) };
         let Some(m) = self.store.read_manifest(version).await? else { return Ok(None) };
         Ok(Some(CommitInfo { idempotent_replay: true, ..commit::commit_info(&m) }))
-    }
-}
-
-/// Objects a prepared transaction wrote (removed if it is known not to commit).
-pub(super) fn written_files(operation: &Operation) -> Vec<&str> {
-    match operation {
-        Operation::Append { fragments } | Operation::Overwrite { fragments } => {
-            fragments.iter().flat_map(|f| f.files.iter().map(|d| d.path.as_str())).collect()
-        }
-        Operation::Delete { deletions, .. } => deletions.iter().map(|d| d.path.as_str()).collect(),
-        Operation::ReplaceWhere { deletions, fragments, .. }
-        | Operation::Update { deletions, fragments, .. }
-        | Operation::Merge { deletions, fragments, .. } => deletions
-            .iter()
-            .map(|d| d.path.as_str())
-            .chain(fragments.iter().flat_map(|f| f.files.iter().map(|d| d.path.as_str())))
-            .collect(),
-        Operation::Compact { groups, .. } => groups.iter().flat_map(|g| g.outputs.iter().flat_map(|f| f.files.iter().map(|d| d.path.as_str()))).collect(),
-        Operation::Create
-        | Operation::Restore { .. }
-        | Operation::AddColumn { .. }
-        | Operation::DropColumn { .. }
-        | Operation::RenameColumn { .. }
-        | Operation::SetProperties { .. } => Vec::new(),
     }
 }

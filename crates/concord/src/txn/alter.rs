@@ -44,6 +44,9 @@ pub(crate) fn properties_after(base: &Manifest, operation: &Operation) -> BTreeM
 
 /// Whether `name` is usable as a column name (it must be usable unquoted in SQL).
 pub(crate) fn valid_column_name(name: &str) -> bool {
+    if name.len() > crate::format::schema::MAX_COLUMN_NAME_BYTES {
+        return false;
+    }
     let mut chars = name.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }

@@ -192,7 +192,7 @@ async fn create_and_settle(
     loop {
         match coordinator.read_version(version).await {
             Ok(Some(found)) => {
-                let holder = crate::storage::decode_manifest(&coordinator.describe_version(version), version, &found)?;
+                let holder = crate::decode::manifest(&coordinator.describe_version(version), version, &found)?;
                 return Ok(if holder.transaction.id == txn.id { Attempt::Won } else { Attempt::Lost });
             }
             Ok(None) if last_error.is_some() => return Ok(Attempt::NotWritten(last_error.expect("checked"))),
@@ -399,7 +399,7 @@ pub(crate) async fn create_table(store: &TableStore, manifest: &Manifest) -> Res
         Ok(CreateOutcome::AlreadyExists) => false,
         Err(cause) => match coordinator.read_version(0).await {
             Ok(Some(found)) => {
-                let holder = crate::storage::decode_manifest(&coordinator.describe_version(0), 0, &found)
+                let holder = crate::decode::manifest(&coordinator.describe_version(0), 0, &found)
                     .map_err(|e| CorruptObject { path: coordinator.describe_version(0), reason: e.to_string() })?;
                 holder.transaction.id == manifest.transaction.id
             }

@@ -1,0 +1,41 @@
+//! Parquet data files, read the way a table reads a fragment (footer by recorded size,
+//! columns by field id, schema adaptation): the input is the one file of a fragment of
+//! a table with columns `id bigint not null, name varchar, score double`.
+#![no_main]
+use std::sync::{Arc, OnceLock};
+
+use concord::object_store::path::Path;
+use concord::object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use concord::{DataFile, Env, Fragment, Schema, StoreResolver, Table};
+use libfuzzer_sys::fuzz_target;
+
+const FILE: &str = "data/fuzz.parquet";
+
+struct Fixture {
+    runtime: tokio::runtime::Runtime,
+    table: Table,
+    store: Arc<dyn ObjectStore>,
+    path: Path,
+}
+
+fn fixture() -> &'static Fixture {
+    static FIXTURE: OnceLock<Fixture> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let location = StoreResolver::new().resolve("memory://fuzz").unwrap();
+        let (store, path) = (location.store.clone(), location.root.child("data").child("fuzz.parquet"));
+        let schema = Schema::parse("id bigint not null, name varchar, score double").unwrap();
+        let table = runtime.block_on(Table::create(location, Env::system(), schema)).unwrap();
+        Fixture { runtime, table, store, path }
+    })
+}
+
+fuzz_target!(|data: &[u8]| {
+    let f = fixture();
+    let file = DataFile { path: FILE.into(), fields: vec![0, 1, 2], size_bytes: data.len() as u64 };
+    let fragment = Fragment { id: 0, files: vec![file], physical_rows: 0, deletion: None };
+    f.runtime.block_on(async {
+        f.store.put(&f.path, PutPayload::from(data.to_vec())).await.unwrap();
+        let _ = f.table.read_fragment(&fragment).await;
+    });
+});
