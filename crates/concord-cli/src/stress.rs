@@ -312,6 +312,19 @@ pub async fn run(table: Table, args: &StressArgs, global_args: &[String]) -> Res
     }
 }
 
+/// Failed operations by error message (digits folded to #), most frequent first.
+fn failure_reasons(failed: &[&(u64, Value)]) -> Value {
+    let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+    for (_, line) in failed {
+        let message = line["error"].as_str().unwrap_or("?");
+        let folded: String = message.chars().map(|c| if c.is_ascii_digit() { '#' } else { c }).collect();
+        *counts.entry(folded).or_default() += 1;
+    }
+    let mut sorted: Vec<(String, u64)> = counts.into_iter().collect();
+    sorted.sort_by(|a, b| b.1.cmp(&a.1));
+    Value::Array(sorted.into_iter().take(5).map(|(reason, count)| json!({"count": count, "error": reason})).collect())
+}
+
 /// The report in one readable paragraph (stderr; stdout has the JSON).
 fn summary(r: &Value) -> String {
     let verdict = if r["verified"] == json!(true) { "VERIFIED".to_string() } else { format!("NOT VERIFIED: {}", r["problems"]) };
@@ -422,6 +435,7 @@ async fn verify(table: &Table, args: &StressArgs, mix: &[(String, u64)], start: 
         "workload": if args.workload == Workload::Bank { "bank" } else { "mixed" },
         "writers": args.writers, "ops": args.ops, "seed": args.seed, "kill_rate": args.kill_rate,
         "commits": ok.len(), "failed": failed.len(), "killed": killed,
+        "failure_reasons": failure_reasons(&failed),
         "idempotent_replays": ok.iter().filter(|(_, l)| l["replay"] == true).count(),
         "versions": history.len(), "versions_replayed": replayed,
         "bank_total": if args.workload == Workload::Bank { json!({"expected": BANK_ACCOUNTS * BANK_OPENING, "versions_checked": replayed}) } else { Value::Null },

@@ -143,3 +143,17 @@ fn a_sixteen_mib_string_value_round_trips() {
     ok(&["update", &t.uri, "--set", "name = 'gone'", "--where", "id = 1"]);
     assert_eq!(ok(&["count", &t.uri, "--where", "name = 'gone'"]), "1\n");
 }
+
+/// A Parquet file whose embedded Arrow schema is corrupt (found by the `data_file` fuzz
+/// target: arrow-ipc panicked decoding it). As input to `append` and as a table's
+/// data file it is read from its Parquet schema, without a panic.
+#[test]
+fn a_parquet_file_with_a_corrupt_arrow_schema_does_not_crash() {
+    let crash = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/data_file/crash-1");
+    let t = TempTable::create();
+    let input = t.dir.path().join("input.parquet");
+    std::fs::copy(&crash, &input).unwrap();
+    let (code, _, stderr) = run(&["append", &t.uri, input.to_str().unwrap()]);
+    assert!(code == 0 || code == 2, "exit {code}: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

@@ -50,8 +50,31 @@ impl AsyncFileReader for DataFileReader {
                 .with_prefetch_hint(Some(FOOTER_PREFETCH))
                 .load_and_finish(self, size)
                 .await?;
+            check_metadata(&metadata, size)?;
             Ok(Arc::new(metadata))
         }
         .boxed()
     }
+}
+
+/// Refuses footers whose column chunks lie outside the file. The parquet crate asserts
+/// (panics) on negative offsets when it reads such a chunk (found by the `data_file`
+/// fuzz target); a corrupt file must be an error instead.
+pub(crate) fn check_metadata(metadata: &ParquetMetaData, file_size: u64) -> Result<()> {
+    for (g, group) in metadata.row_groups().iter().enumerate() {
+        if group.num_rows() < 0 {
+            return Err(ParquetError::General(format!("row group {g} has {} rows", group.num_rows())));
+        }
+        for (c, column) in group.columns().iter().enumerate() {
+            let start = column.dictionary_page_offset().unwrap_or(column.data_page_offset());
+            let (offset, length) = (column.data_page_offset(), column.compressed_size());
+            let end = u64::try_from(start).ok().zip(u64::try_from(length).ok()).and_then(|(s, l)| s.checked_add(l));
+            if offset < 0 || end.is_none_or(|end| end > file_size) {
+                return Err(ParquetError::General(format!(
+                    "column chunk {c} of row group {g} (offset {start}, length {length}) lies outside the {file_size}-byte file"
+                )));
+            }
+        }
+    }
+    Ok(())
 }

@@ -15,7 +15,8 @@ use arrow::array::{new_null_array, Array, ArrayRef, AsArray, RecordBatch, Record
 use arrow::compute::{cast_with_options, CastOptions};
 use arrow::datatypes::{DataType, Field as ArrowField, Schema as ArrowSchema, SchemaRef, TimeUnit, TimestampMicrosecondType};
 use arrow::util::display::{ArrayFormatter, FormatOptions};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
+use parquet::file::metadata::ParquetMetaDataReader;
 
 use crate::error::InputError;
 use crate::format::schema::{ColumnType, Field, Schema};
@@ -369,7 +370,15 @@ fn json_decode_error(path: &Path, ctx: &Ctx<'_>, decode_schema: &ArrowSchema, er
 
 /// Parquet: typed columns, accepted when they widen losslessly to the table type.
 fn read_parquet(path: &Path, ctx: &Ctx<'_>) -> Result<Vec<RecordBatch>, InputError> {
-    let builder = ParquetRecordBatchReaderBuilder::try_new(ctx.open(path)?).map_err(|e| ctx.unparsable(e))?;
+    // Without the embedded Arrow schema: arrow-ipc can panic on a corrupt one; the
+    // Parquet types carry everything the table's types need.
+    let file = ctx.open(path)?;
+    let size = file.metadata().map_err(|e| ctx.unparsable(e))?.len();
+    let metadata = ParquetMetaDataReader::new().parse_and_finish(&file).map_err(|e| ctx.unparsable(e))?;
+    super::file_reader::check_metadata(&metadata, size).map_err(|e| ctx.unparsable(e))?;
+    let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
+    let metadata = ArrowReaderMetadata::try_new(Arc::new(metadata), options).map_err(|e| ctx.unparsable(e))?;
+    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata);
     ctx.check_widenings(builder.schema())?;
     let reader = builder.with_batch_size(BATCH_SIZE).build().map_err(|e| ctx.unparsable(e))?;
     let mut out = Vec::new();

@@ -16,7 +16,7 @@ use datafusion::common::{Column, ScalarValue};
 use futures::stream::{self, BoxStream};
 use futures::{StreamExt, TryStreamExt};
 use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
-use parquet::arrow::arrow_reader::{ArrowPredicateFn, RowFilter};
+use parquet::arrow::arrow_reader::{ArrowPredicateFn, ArrowReaderOptions, RowFilter};
 use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
 use parquet::file::metadata::ParquetMetaData;
 
@@ -87,7 +87,12 @@ async fn open_file(store: &TableStore, fragment: &Fragment) -> Result<OpenedFile
     let corrupt: CorruptFile =
         Arc::new(move |e| ScanError::Corrupt(CorruptObject { path: shown.clone(), reason: e.to_string() }));
     let reader = DataFileReader::new(store.location.store.clone(), path, file.size_bytes);
-    let builder = ParquetRecordBatchStreamBuilder::new(reader).await.map_err(|e| corrupt(&e))?.with_batch_size(BATCH_ROWS);
+    // Types come from the Parquet schema, not the embedded Arrow schema: arrow-ipc can
+    // panic on a corrupt one (found by the data_file fuzz target), and columns are
+    // matched by field id and cast to the table's types anyway.
+    let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
+    let builder =
+        ParquetRecordBatchStreamBuilder::new_with_options(reader, options).await.map_err(|e| corrupt(&e))?.with_batch_size(BATCH_ROWS);
     let mut row_groups = Vec::with_capacity(builder.metadata().num_row_groups());
     let mut start = 0u64;
     for rg in builder.metadata().row_groups() {
