@@ -21,6 +21,10 @@ struct Fixture {
 fn fixture() -> &'static Fixture {
     static FIXTURE: OnceLock<Fixture> = OnceLock::new();
     FIXTURE.get_or_init(|| {
+        // concord catches panics of the parquet decoder and returns them as errors;
+        // libfuzzer-sys's hook would abort before that. A panic that escapes concord
+        // still aborts: libfuzzer-sys catches it around each input.
+        std::panic::set_hook(Box::new(|_| {}));
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let location = StoreResolver::new().resolve("memory://fuzz").unwrap();
         let (store, path) = (location.store.clone(), location.root.clone().join("data").join("fuzz.parquet"));

@@ -594,6 +594,14 @@ fn main() {
     // caps expressions at MAX_EXPRESSION_OPERATORS, and these stacks hold that depth
     // even in debug builds. Stack memory is only committed when used.
     const STACK_BYTES: usize = 64 << 20;
+    // A panic the library turns into a typed error (a corrupt Parquet file) is reported
+    // by that error; only other panics print here.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !concord::decode::panic_is_caught() {
+            default_hook(info)
+        }
+    }));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_stack_size(STACK_BYTES)

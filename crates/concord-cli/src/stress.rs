@@ -47,7 +47,8 @@ pub struct StressArgs {
     pub writers: u64,
     #[arg(long, default_value_t = 50)]
     pub ops: u64,
-    /// Relative weights, e.g. append=4,delete=1,update=1,merge=1 (mixed workload)
+    /// Relative weights of append, delete, update, merge and compact (mixed workload);
+    /// compact keeps the fragment count, and so each scan's requests, bounded
     #[arg(long, default_value = "append=4,delete=1,update=1,merge=1")]
     pub mix: String,
     #[arg(long, default_value_t = 1)]
@@ -70,14 +71,16 @@ enum Op {
     Update { modulus: i64, rest: i64 },
     Merge(Vec<(i64, i64)>),
     Transfer { from: i64, to: i64, amount: i64 },
+    /// Maintenance: rows unchanged; keeps the fragment count (and so scan cost) bounded.
+    Compact,
 }
 
 fn parse_mix(mix: &str) -> Result<Vec<(String, u64)>, String> {
     let mut out = Vec::new();
     for part in mix.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (name, weight) = part.split_once('=').ok_or_else(|| format!("'{part}' is not name=weight"))?;
-        if !["append", "delete", "update", "merge"].contains(&name) {
-            return Err(format!("unknown operation '{name}' in --mix; use append, delete, update, merge"));
+        if !["append", "delete", "update", "merge", "compact"].contains(&name) {
+            return Err(format!("unknown operation '{name}' in --mix; use append, delete, update, merge, compact"));
         }
         out.push((name.to_string(), weight.parse().map_err(|_| format!("'{weight}' is not a whole number"))?));
     }
@@ -109,6 +112,7 @@ fn plan(args: &StressArgs, mix: &[(String, u64)], writer: u64, index: u64) -> Op
             keys.extend((0..half).map(|r| (base(index) + 5000 + r as i64, 1000 + index as i64)));
             Op::Merge(keys.into_iter().collect())
         }
+        "compact" => Op::Compact,
         _ => Op::Append((0..args.rows).map(|r| base(index) + r as i64).collect()),
     }
 }
@@ -145,6 +149,7 @@ async fn execute(table: &Table, op: &Op, options: &CommitOptions) -> Result<conc
             let expr = format!("val + CASE WHEN id = {from} THEN -{amount} WHEN id = {to} THEN {amount} ELSE 0 END");
             table.update(&set(expr), Some(&format!("id IN ({from}, {to})")), options).await
         }
+        Op::Compact => table.compact(concord::DEFAULT_COMPACT_TARGET_ROWS, options, &|_, _| {}).await,
     }
 }
 
@@ -159,6 +164,7 @@ fn apply(state: &mut BTreeMap<i64, i64>, op: &Op) {
             *state.entry(*from).or_default() -= amount;
             *state.entry(*to).or_default() += amount;
         }
+        Op::Compact => {}
     }
 }
 
@@ -178,6 +184,10 @@ pub async fn worker(cx_table: Table, args: &StressArgs, writer: u64, start: u64,
         let line = loop {
             tries += 1;
             match execute(&cx_table, &op, &options).await {
+                // A compaction that gave way to concurrent writers committed nothing.
+                Ok(info) if info.abandoned.is_some() => {
+                    break json!({"index": index, "outcome": "abandoned", "reason": info.abandoned, "latency_ms": started.elapsed().as_secs_f64() * 1000.0});
+                }
                 Ok(info) => {
                     break json!({"index": index, "outcome": "ok", "version": info.version, "transaction_id": info.transaction_id.to_string(),
                         "attempts": info.attempts, "rebased": info.rebased_over.len(), "rerun": info.rerun,
@@ -330,9 +340,9 @@ fn summary(r: &Value) -> String {
     let verdict = if r["verified"] == json!(true) { "VERIFIED".to_string() } else { format!("NOT VERIFIED: {}", r["problems"]) };
     let f = |v: &Value| v.as_f64().unwrap_or(f64::NAN);
     format!(
-        "stress: {verdict}\n  {} commits, {} failed, {} writers killed, {} idempotent replays; {} versions replayed against the reference model\n  \
+        "stress: {verdict}\n  {} commits, {} failed, {} compactions abandoned (committed nothing), {} writers killed, {} idempotent replays; {} versions replayed against the reference model\n  \
          {:.2} commits/s; latency p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms; attempts mean {:.2}, max {}; {} rebases, {} partial re-runs",
-        r["commits"], r["failed"], r["killed"], r["idempotent_replays"], r["versions_replayed"],
+        r["commits"], r["failed"], r["abandoned_compactions"], r["killed"], r["idempotent_replays"], r["versions_replayed"],
         f(&r["commits_per_s"]), f(&r["latency_ms"]["p50"]), f(&r["latency_ms"]["p99"]), f(&r["latency_ms"]["max"]),
         f(&r["attempts"]["mean"]), r["attempts"]["max"], r["rebases"], r["reruns"]
     )
@@ -384,6 +394,7 @@ async fn verify(table: &Table, args: &StressArgs, mix: &[(String, u64)], start: 
     }
     let ok: Vec<&(u64, Value)> = lines.iter().filter(|(_, l)| l["outcome"] == "ok").collect();
     let failed: Vec<&(u64, Value)> = lines.iter().filter(|(_, l)| l["outcome"] == "failed").collect();
+    let abandoned: Vec<&(u64, Value)> = lines.iter().filter(|(_, l)| l["outcome"] == "abandoned").collect();
     for (w, l) in &ok {
         let k = key(*w, l["index"].as_u64().unwrap_or(0));
         let version = l["version"].as_u64().unwrap_or(u64::MAX);
@@ -395,6 +406,12 @@ async fn verify(table: &Table, args: &StressArgs, mix: &[(String, u64)], start: 
         let k = key(*w, l["index"].as_u64().unwrap_or(0));
         if by_key.contains_key(&k) {
             problems.push(format!("{k} was reported failed ({}) but is in the history", l["error"]));
+        }
+    }
+    for (w, l) in &abandoned {
+        let k = key(*w, l["index"].as_u64().unwrap_or(0));
+        if by_key.contains_key(&k) {
+            problems.push(format!("{k} was reported abandoned ({}) but is in the history", l["reason"]));
         }
     }
     // Replay every version from its predecessor with the reference model.
@@ -434,7 +451,7 @@ async fn verify(table: &Table, args: &StressArgs, mix: &[(String, u64)], start: 
         "verified": problems.is_empty(),
         "workload": if args.workload == Workload::Bank { "bank" } else { "mixed" },
         "writers": args.writers, "ops": args.ops, "seed": args.seed, "kill_rate": args.kill_rate,
-        "commits": ok.len(), "failed": failed.len(), "killed": killed,
+        "commits": ok.len(), "failed": failed.len(), "abandoned_compactions": abandoned.len(), "killed": killed,
         "failure_reasons": failure_reasons(&failed),
         "idempotent_replays": ok.iter().filter(|(_, l)| l["replay"] == true).count(),
         "versions": history.len(), "versions_replayed": replayed,
@@ -464,6 +481,7 @@ mod tests {
         }
         assert_eq!(parse_key(&key(3, 17)), Some((3, 17)));
         assert!(parse_mix("append=0").is_err() && parse_mix("drop=1").is_err());
+        assert_eq!(parse_mix("compact=1").unwrap(), vec![("compact".to_string(), 1)]);
         let bank = StressArgs { workload: Workload::Bank, ..args() };
         let mut state: BTreeMap<i64, i64> = (0..BANK_ACCOUNTS).map(|a| (a, BANK_OPENING)).collect();
         for i in 0..50 {

@@ -11,6 +11,8 @@ use crate::format::manifest::{Manifest, Segment, FORMAT_VERSION};
 use crate::format::naming;
 use crate::txn::PreparedTransaction;
 
+pub use crate::io::guard::panic_is_caught;
+
 fn corrupt(path: &str, reason: impl ToString) -> CorruptObject {
     CorruptObject { path: path.to_string(), reason: reason.to_string() }
 }

@@ -18,6 +18,7 @@ use arrow::util::display::{ArrayFormatter, FormatOptions};
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
 use parquet::file::metadata::ParquetMetaDataReader;
 
+use super::guard;
 use crate::error::InputError;
 use crate::format::schema::{ColumnType, Field, Schema};
 
@@ -370,20 +371,23 @@ fn json_decode_error(path: &Path, ctx: &Ctx<'_>, decode_schema: &ArrowSchema, er
 
 /// Parquet: typed columns, accepted when they widen losslessly to the table type.
 fn read_parquet(path: &Path, ctx: &Ctx<'_>) -> Result<Vec<RecordBatch>, InputError> {
-    // Without the embedded Arrow schema: arrow-ipc can panic on a corrupt one; the
-    // Parquet types carry everything the table's types need.
     let file = ctx.open(path)?;
     let size = file.metadata().map_err(|e| ctx.unparsable(e))?.len();
     let metadata = ParquetMetaDataReader::new().parse_and_finish(&file).map_err(|e| ctx.unparsable(e))?;
     super::file_reader::check_metadata(&metadata, size).map_err(|e| ctx.unparsable(e))?;
-    let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
-    let metadata = ArrowReaderMetadata::try_new(Arc::new(metadata), options).map_err(|e| ctx.unparsable(e))?;
+    // The embedded Arrow schema restores what Parquet cannot say (second timestamps,
+    // time zones); one that arrow-ipc might panic on is ignored.
+    let skip = !guard::embedded_arrow_schema_is_safe(&metadata);
+    let options = ArrowReaderOptions::new().with_skip_arrow_metadata(skip);
+    let metadata = guard::catch_panic(|| ArrowReaderMetadata::try_new(Arc::new(metadata), options))
+        .map_err(|e| ctx.unparsable(e))?
+        .map_err(|e| ctx.unparsable(e))?;
     let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata);
     ctx.check_widenings(builder.schema())?;
-    let reader = builder.with_batch_size(BATCH_SIZE).build().map_err(|e| ctx.unparsable(e))?;
+    let mut reader = builder.with_batch_size(BATCH_SIZE).build().map_err(|e| ctx.unparsable(e))?;
     let mut out = Vec::new();
     let mut first_row = 0;
-    for batch in reader {
+    while let Some(batch) = guard::catch_panic(|| reader.next()).map_err(|e| ctx.unparsable(e))? {
         let batch = batch.map_err(|e| ctx.unparsable(e))?;
         out.push(ctx.conform(&batch, first_row, &|row| row as u64 + 1)?);
         first_row += batch.num_rows();

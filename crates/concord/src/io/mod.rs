@@ -3,6 +3,7 @@
 pub(crate) mod adapt;
 pub(crate) mod deletion;
 mod file_reader;
+pub(crate) mod guard;
 pub(crate) mod ingest;
 pub(crate) mod keys;
 pub(crate) mod predicate;

@@ -25,6 +25,7 @@ use roaring::RoaringBitmap;
 use super::adapt::{file_column, to_table_columns};
 use super::deletion;
 use super::file_reader::DataFileReader;
+use super::guard::Guarded;
 use super::predicate::{Predicate, RowTest};
 use crate::error::{CorruptObject, ScanError};
 use crate::format::manifest::Fragment;
@@ -170,7 +171,7 @@ async fn open_fragment(
     if let Some(filter) = builder_filter {
         builder = builder.with_row_filter(RowFilter::new(vec![Box::new(filter)]));
     }
-    let stream = builder.build().map_err(|e| corrupt(&e))?;
+    let stream = Guarded::new(builder.build().map_err(|e| corrupt(&e))?);
     let (output, fields) = (plan.output.clone(), plan.fields.clone());
     Ok(stream
         .map(move |batch| {
@@ -200,7 +201,7 @@ pub(crate) async fn fragment_matches(store: &TableStore, fragment: &Fragment, te
         let ranges = file.ranges(&keep);
         let OpenedFile { builder, file_schema, file_fields, corrupt, .. } = file;
         let projection = ProjectionMask::roots(builder.parquet_schema(), columns);
-        let mut stream = builder.with_projection(projection).with_row_groups(keep).build().map_err(|e| corrupt(&e))?;
+        let mut stream = Guarded::new(builder.with_projection(projection).with_row_groups(keep).build().map_err(|e| corrupt(&e))?);
         // Position p in the concatenation of the kept row groups -> file row offset.
         let (mut range, mut range_start) = (0usize, 0u64);
         let mut position = 0u64;
