@@ -1,15 +1,17 @@
 //! Parquet reads through `object_store`: byte ranges of a data file whose size the
 //! manifest already records (so opening a file costs one footer read, no HEAD).
 
+use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::future::BoxFuture;
-use futures::{FutureExt, TryFutureExt};
+use futures::FutureExt;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use parquet::arrow::arrow_reader::ArrowReaderOptions;
+use parquet::basic::Type as PhysicalType;
 use parquet::arrow::async_reader::AsyncFileReader;
 use parquet::errors::{ParquetError, Result};
 use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
@@ -21,11 +23,23 @@ pub(crate) struct DataFileReader {
     store: Arc<dyn ObjectStore>,
     path: Path,
     size: u64,
+    /// Column chunk start -> (physical type, type length): the first page of each chunk
+    /// is checked when its bytes arrive (`page_check`). Filled by `get_metadata`.
+    chunk_starts: HashMap<u64, (PhysicalType, i32)>,
 }
 
 impl DataFileReader {
     pub fn new(store: Arc<dyn ObjectStore>, path: Path, size: u64) -> Self {
-        DataFileReader { store, path, size }
+        DataFileReader { store, path, size, chunk_starts: HashMap::new() }
+    }
+
+    fn check_pages(&self, range: &Range<u64>, bytes: &Bytes) -> Result<()> {
+        match self.chunk_starts.get(&range.start) {
+            Some((physical, length)) => {
+                super::page_check::check_first_page(bytes, *physical, *length).map_err(|reason| ParquetError::General(format!("corrupt column chunk at byte {}: {reason}", range.start)))
+            }
+            None => Ok(()),
+        }
     }
 }
 
@@ -35,11 +49,23 @@ fn to_parquet_error(e: object_store::Error) -> ParquetError {
 
 impl AsyncFileReader for DataFileReader {
     fn get_bytes(&mut self, range: Range<u64>) -> BoxFuture<'_, Result<Bytes>> {
-        self.store.get_range(&self.path, range).map_err(to_parquet_error).boxed()
+        async move {
+            let bytes = self.store.get_range(&self.path, range.clone()).await.map_err(to_parquet_error)?;
+            self.check_pages(&range, &bytes)?;
+            Ok(bytes)
+        }
+        .boxed()
     }
 
     fn get_byte_ranges(&mut self, ranges: Vec<Range<u64>>) -> BoxFuture<'_, Result<Vec<Bytes>>> {
-        async move { self.store.get_ranges(&self.path, &ranges).await.map_err(to_parquet_error) }.boxed()
+        async move {
+            let all = self.store.get_ranges(&self.path, &ranges).await.map_err(to_parquet_error)?;
+            for (range, bytes) in ranges.iter().zip(&all) {
+                self.check_pages(range, bytes)?;
+            }
+            Ok(all)
+        }
+        .boxed()
     }
 
     fn get_metadata<'a>(&'a mut self, options: Option<&'a ArrowReaderOptions>) -> BoxFuture<'a, Result<Arc<ParquetMetaData>>> {
@@ -48,9 +74,13 @@ impl AsyncFileReader for DataFileReader {
             let metadata = ParquetMetaDataReader::new()
                 .with_arrow_reader_options(options)
                 .with_prefetch_hint(Some(FOOTER_PREFETCH))
-                .load_and_finish(self, size)
+                .load_and_finish(&mut *self, size)
                 .await?;
             check_metadata(&metadata, size)?;
+            for column in metadata.row_groups().iter().flat_map(|g| g.columns()) {
+                let descriptor = column.column_descr();
+                self.chunk_starts.insert(column.byte_range().0, (descriptor.physical_type(), descriptor.type_length()));
+            }
             Ok(Arc::new(metadata))
         }
         .boxed()

@@ -375,6 +375,7 @@ fn read_parquet(path: &Path, ctx: &Ctx<'_>) -> Result<Vec<RecordBatch>, InputErr
     let size = file.metadata().map_err(|e| ctx.unparsable(e))?.len();
     let metadata = ParquetMetaDataReader::new().parse_and_finish(&file).map_err(|e| ctx.unparsable(e))?;
     super::file_reader::check_metadata(&metadata, size).map_err(|e| ctx.unparsable(e))?;
+    super::page_check::check_file(&file, &metadata).map_err(|e| ctx.unparsable(e))?;
     // The embedded Arrow schema restores what Parquet cannot say (second timestamps,
     // time zones); one that arrow-ipc might panic on is ignored.
     let skip = !guard::embedded_arrow_schema_is_safe(&metadata);

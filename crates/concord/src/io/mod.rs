@@ -6,6 +6,7 @@ mod file_reader;
 pub(crate) mod guard;
 pub(crate) mod ingest;
 pub(crate) mod keys;
+pub(crate) mod page_check;
 pub(crate) mod predicate;
 pub(crate) mod scan;
 pub(crate) mod writer;
