@@ -147,17 +147,19 @@ fn a_sixteen_mib_string_value_round_trips() {
 /// Parquet files that made the parquet crate panic or exhaust memory (found by the
 /// `data_file` fuzz target: a corrupt embedded Arrow schema, a negative column-chunk
 /// offset, a bit width over 32 in a dictionary page, a dictionary page claiming 2^31
-/// values), given to `append`: refused with exit 2 or read, never a crash or a panic
-/// message.
+/// values, a footer claiming 2^31 booleans the crate looped over), given to `append`:
+/// refused with exit 2 or read, never a crash, a hang or a panic message.
 #[test]
 fn parquet_files_that_crashed_the_parquet_crate_are_refused_cleanly() {
     let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/data_file");
     let t = TempTable::create();
-    for n in 1..=4 {
-        let input = t.dir.path().join(format!("crash-{n}.parquet"));
-        std::fs::copy(corpus.join(format!("crash-{n}")), &input).unwrap();
+    for name in ["crash-1", "crash-2", "crash-3", "crash-4", "timeout-1"] {
+        let input = t.dir.path().join(format!("{name}.parquet"));
+        std::fs::copy(corpus.join(name), &input).unwrap();
         let (code, _, stderr) = run(&["append", &t.uri, input.to_str().unwrap()]);
-        assert!(code == 0 || code == 2, "crash-{n}: exit {code}: {stderr}");
-        assert!(!stderr.contains("panicked"), "crash-{n}: {stderr}");
+        assert!(code == 0 || code == 2, "{name}: exit {code}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{name}: {stderr}");
     }
+    let (code, _, stderr) = run(&["append", &t.uri, t.dir.path().join("timeout-1.parquet").to_str().unwrap()]);
+    assert!(code == 2 && stderr.contains("booleans"), "exit {code}: {stderr}");
 }

@@ -1,5 +1,7 @@
 //! Parquet reads through `object_store`: byte ranges of a data file whose size the
 //! manifest already records (so opening a file costs one footer read, no HEAD).
+//! Before the parquet crate decodes anything, the footer (`footer_check`) and every
+//! page header of each fetched column chunk (`page_check`) pass a bounded check.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -11,10 +13,12 @@ use futures::FutureExt;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use parquet::arrow::arrow_reader::ArrowReaderOptions;
-use parquet::basic::Type as PhysicalType;
 use parquet::arrow::async_reader::AsyncFileReader;
 use parquet::errors::{ParquetError, Result};
 use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
+
+use super::footer_check;
+use super::page_check::{self, ChunkType};
 
 /// Footer bytes fetched in the first request; most footers fit.
 const FOOTER_PREFETCH: usize = 64 * 1024;
@@ -23,23 +27,52 @@ pub(crate) struct DataFileReader {
     store: Arc<dyn ObjectStore>,
     path: Path,
     size: u64,
-    /// Column chunk start -> (physical type, type length): the first page of each chunk
-    /// is checked when its bytes arrive (`page_check`). Filled by `get_metadata`.
-    chunk_starts: HashMap<u64, (PhysicalType, i32)>,
+    /// Column chunk start -> its type: a chunk's page headers are checked when its bytes
+    /// arrive. Filled by `get_metadata`.
+    chunk_starts: HashMap<u64, ChunkType>,
+    /// The file's last bytes, checked, from which the parquet crate reads the footer.
+    footer: Option<(u64, Bytes)>,
 }
 
 impl DataFileReader {
     pub fn new(store: Arc<dyn ObjectStore>, path: Path, size: u64) -> Self {
-        DataFileReader { store, path, size, chunk_starts: HashMap::new() }
+        DataFileReader { store, path, size, chunk_starts: HashMap::new(), footer: None }
     }
 
     fn check_pages(&self, range: &Range<u64>, bytes: &Bytes) -> Result<()> {
         match self.chunk_starts.get(&range.start) {
-            Some((physical, length)) => {
-                super::page_check::check_first_page(bytes, *physical, *length).map_err(|reason| ParquetError::General(format!("corrupt column chunk at byte {}: {reason}", range.start)))
-            }
+            Some(chunk) => page_check::check_chunk(bytes, *chunk).map_err(|reason| ParquetError::General(format!("corrupt column chunk at byte {}: {reason}", range.start))),
             None => Ok(()),
         }
+    }
+
+    /// Fetches the file's last bytes (one request when the footer fits the prefetch, as
+    /// the parquet crate would) and checks the footer's metadata.
+    async fn fetch_footer(&mut self) -> Result<()> {
+        let size = self.size;
+        let mut start = size.saturating_sub(FOOTER_PREFETCH as u64);
+        let mut tail = self.store.get_range(&self.path, start..size).await.map_err(to_parquet_error)?;
+        let Some(len) = footer_check::metadata_len(&tail).filter(|len| len + footer_check::TAIL_BYTES <= size) else {
+            // Not a Parquet tail: the parquet crate reports it.
+            return Ok(());
+        };
+        let needed = len + footer_check::TAIL_BYTES;
+        if needed > tail.len() as u64 {
+            start = size - needed;
+            tail = self.store.get_range(&self.path, start..size).await.map_err(to_parquet_error)?;
+        }
+        let metadata = &tail[tail.len() - needed as usize..tail.len() - footer_check::TAIL_BYTES as usize];
+        footer_check::check_metadata_bytes(metadata).map_err(|reason| ParquetError::General(format!("corrupt footer: {reason}")))?;
+        self.footer = Some((start, tail));
+        Ok(())
+    }
+
+    /// The bytes of `range` if the checked footer holds them.
+    fn cached(&self, range: &Range<u64>) -> Option<Bytes> {
+        let (start, tail) = self.footer.as_ref()?;
+        let from = usize::try_from(range.start.checked_sub(*start)?).ok()?;
+        let to = usize::try_from(range.end.checked_sub(*start)?).ok()?;
+        (from <= to && to <= tail.len()).then(|| tail.slice(from..to))
     }
 }
 
@@ -50,6 +83,9 @@ fn to_parquet_error(e: object_store::Error) -> ParquetError {
 impl AsyncFileReader for DataFileReader {
     fn get_bytes(&mut self, range: Range<u64>) -> BoxFuture<'_, Result<Bytes>> {
         async move {
+            if let Some(bytes) = self.cached(&range) {
+                return Ok(bytes);
+            }
             let bytes = self.store.get_range(&self.path, range.clone()).await.map_err(to_parquet_error)?;
             self.check_pages(&range, &bytes)?;
             Ok(bytes)
@@ -71,15 +107,14 @@ impl AsyncFileReader for DataFileReader {
     fn get_metadata<'a>(&'a mut self, options: Option<&'a ArrowReaderOptions>) -> BoxFuture<'a, Result<Arc<ParquetMetaData>>> {
         async move {
             let size = self.size;
-            let metadata = ParquetMetaDataReader::new()
-                .with_arrow_reader_options(options)
-                .with_prefetch_hint(Some(FOOTER_PREFETCH))
-                .load_and_finish(&mut *self, size)
-                .await?;
+            self.fetch_footer().await?;
+            let prefetch = self.footer.as_ref().map_or(FOOTER_PREFETCH, |(_, tail)| tail.len());
+            let metadata =
+                ParquetMetaDataReader::new().with_arrow_reader_options(options).with_prefetch_hint(Some(prefetch)).load_and_finish(&mut *self, size).await?;
+            self.footer = None;
             check_metadata(&metadata, size)?;
             for column in metadata.row_groups().iter().flat_map(|g| g.columns()) {
-                let descriptor = column.column_descr();
-                self.chunk_starts.insert(column.byte_range().0, (descriptor.physical_type(), descriptor.type_length()));
+                self.chunk_starts.insert(column.byte_range().0, ChunkType::of(column));
             }
             Ok(Arc::new(metadata))
         }

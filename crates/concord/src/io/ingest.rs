@@ -373,6 +373,7 @@ fn json_decode_error(path: &Path, ctx: &Ctx<'_>, decode_schema: &ArrowSchema, er
 fn read_parquet(path: &Path, ctx: &Ctx<'_>) -> Result<Vec<RecordBatch>, InputError> {
     let file = ctx.open(path)?;
     let size = file.metadata().map_err(|e| ctx.unparsable(e))?.len();
+    super::footer_check::check_file(&file, size).map_err(|e| ctx.unparsable(e))?;
     let metadata = ParquetMetaDataReader::new().parse_and_finish(&file).map_err(|e| ctx.unparsable(e))?;
     super::file_reader::check_metadata(&metadata, size).map_err(|e| ctx.unparsable(e))?;
     super::page_check::check_file(&file, &metadata).map_err(|e| ctx.unparsable(e))?;

@@ -3,10 +3,12 @@
 pub(crate) mod adapt;
 pub(crate) mod deletion;
 mod file_reader;
+mod footer_check;
 pub(crate) mod guard;
 pub(crate) mod ingest;
 pub(crate) mod keys;
 pub(crate) mod page_check;
 pub(crate) mod predicate;
 pub(crate) mod scan;
+mod thrift;
 pub(crate) mod writer;

@@ -1,198 +1,152 @@
-//! A check of each column chunk's first page header before the parquet crate decodes
-//! it. parquet 59.3.2 sizes a dictionary from its header's value count before decoding
-//! (`DictDecoder::set_dict`): a 1.4 KB file claiming 2^31 values allocated 16 GB (found
-//! by the `data_file` fuzz target). A dictionary page must hold its values: the count
-//! times the smallest encoded size of one value fits in the page's uncompressed size.
+//! A check of every page header of a column chunk before the parquet crate decodes it.
+//! - The header must pass the bounded Thrift walk (`thrift.rs`): the crate's skip of a
+//!   list of booleans reads no bytes, so a crafted header could keep it looping.
+//! - A dictionary page must hold its values: parquet 59.3.2 sizes a dictionary from the
+//!   header's value count before decoding (`DictDecoder::set_dict`), and a 1.4 KB file
+//!   claiming 2^31 values allocated 16 GB (found by the `data_file` fuzz target). The
+//!   count times the smallest encoded size of one value must fit the uncompressed size.
 //!
-//! The header is Thrift compact protocol; only what the check needs is read, with every
-//! length bounded by the bytes at hand. A header this parser cannot read is left to the
-//! parquet crate, which reports it.
+//! Pages follow one another: header, then `compressed_page_size` bytes. A header the
+//! bytes end inside is left to the parquet crate, which reads it the same way and fails.
 
 use parquet::basic::Type as PhysicalType;
 
+use super::footer_check::STATISTICS;
+use super::thrift::{walk_struct, Ty, WalkError};
+
 /// Thrift `PageType.DICTIONARY_PAGE`.
 const DICTIONARY_PAGE: i64 = 2;
-/// Nesting deeper than any page header; beyond it the parser gives up.
-const MAX_DEPTH: u32 = 8;
 
-/// Bytes read at each column chunk's start for the check: page headers are small.
-pub(crate) const HEADER_BYTES: u64 = 64 * 1024;
+/// Bytes read at a time for a header of a local file (`append` input): headers are small.
+const HEADER_WINDOW: u64 = 16 * 1024;
 
-/// Checks the first page of every column chunk of a local file (`append` input).
+/// What a column chunk's pages must be checked against.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ChunkType {
+    pub physical: PhysicalType,
+    pub type_length: i32,
+}
+
+impl ChunkType {
+    pub fn of(column: &parquet::file::metadata::ColumnChunkMetaData) -> Self {
+        let descriptor = column.column_descr();
+        ChunkType { physical: descriptor.physical_type(), type_length: descriptor.type_length() }
+    }
+}
+
+/// Checks every page header of a local file's column chunks (`append` input).
 pub(crate) fn check_file(file: &std::fs::File, metadata: &parquet::file::metadata::ParquetMetaData) -> Result<(), String> {
     use std::os::unix::fs::FileExt;
     for column in metadata.row_groups().iter().flat_map(|g| g.columns()) {
         let (start, length) = column.byte_range();
-        let mut bytes = vec![0u8; length.min(HEADER_BYTES) as usize];
-        file.read_exact_at(&mut bytes, start).map_err(|e| format!("column chunk at byte {start}: {e}"))?;
-        let descriptor = column.column_descr();
-        check_first_page(&bytes, descriptor.physical_type(), descriptor.type_length())
-            .map_err(|reason| format!("column chunk at byte {start}: {reason}"))?;
+        let end = start.saturating_add(length);
+        let mut at = start;
+        while at < end {
+            let mut window = HEADER_WINDOW.min(end - at);
+            let (header_len, page) = loop {
+                let mut bytes = vec![0u8; window as usize];
+                file.read_exact_at(&mut bytes, at).map_err(|e| format!("page header at byte {at}: {e}"))?;
+                match read_header(&bytes, ChunkType::of(column)) {
+                    Ok(read) => break read,
+                    Err(HeaderError::Truncated) if window < end - at => window = (window * 4).min(end - at),
+                    Err(HeaderError::Truncated) => return Ok(()),
+                    Err(HeaderError::Refused(reason)) => return Err(format!("page header at byte {at}: {reason}")),
+                }
+            };
+            at = at.saturating_add(header_len).saturating_add(page);
+        }
     }
     Ok(())
 }
 
-/// Why a dictionary page cannot be what its header says.
-pub(crate) fn check_first_page(bytes: &[u8], physical: PhysicalType, type_length: i32) -> Result<(), String> {
-    let Some(header) = PageHeader::parse(bytes) else { return Ok(()) };
-    if header.page_type != Some(DICTIONARY_PAGE) {
-        return Ok(());
-    }
-    let (Some(values), Some(size)) = (header.dictionary_values, header.uncompressed_size) else { return Ok(()) };
-    let min_bytes: i64 = match physical {
-        PhysicalType::BOOLEAN => return Ok(()),
-        PhysicalType::INT32 | PhysicalType::FLOAT => 4,
-        PhysicalType::INT64 | PhysicalType::DOUBLE => 8,
-        PhysicalType::INT96 => 12,
-        // A length prefix per value.
-        PhysicalType::BYTE_ARRAY => 4,
-        PhysicalType::FIXED_LEN_BYTE_ARRAY => i64::from(type_length.max(1)),
-    };
-    if values < 0 || size < 0 || values.saturating_mul(min_bytes) > size {
-        return Err(format!("a dictionary page claims {values} values in {size} bytes"));
+/// Checks every page header in the bytes of one column chunk, fetched whole.
+pub(crate) fn check_chunk(bytes: &[u8], chunk: ChunkType) -> Result<(), String> {
+    let mut at = 0usize;
+    while at < bytes.len() {
+        match read_header(&bytes[at..], chunk) {
+            Ok((header_len, page)) => {
+                at = at.saturating_add(header_len as usize).saturating_add(usize::try_from(page).unwrap_or(usize::MAX))
+            }
+            Err(HeaderError::Truncated) => return Ok(()),
+            Err(HeaderError::Refused(reason)) => return Err(format!("page header at chunk byte {at}: {reason}")),
+        }
     }
     Ok(())
+}
+
+enum HeaderError {
+    Truncated,
+    Refused(String),
+}
+
+/// One page header: (its length, the compressed page length after it).
+fn read_header(bytes: &[u8], chunk: ChunkType) -> Result<(u64, u64), HeaderError> {
+    let mut header = Header::default();
+    let len = walk_struct(bytes, &PAGE_HEADER, &mut |path, v| match path {
+        [1] => header.page_type = Some(v),
+        [2] => header.uncompressed_size = Some(v),
+        [3] => header.compressed_size = Some(v),
+        [7, 1] => header.dictionary_values = Some(v),
+        _ => {}
+    })
+    .map_err(|e| match e {
+        WalkError::Truncated => HeaderError::Truncated,
+        WalkError::Refused(reason) => HeaderError::Refused(reason),
+    })?;
+    header.check_dictionary(chunk).map_err(HeaderError::Refused)?;
+    let page = header.compressed_size.and_then(|size| u64::try_from(size).ok());
+    let page = page.ok_or_else(|| HeaderError::Refused(format!("a compressed page size of {:?}", header.compressed_size)))?;
+    Ok((len as u64, page))
 }
 
 #[derive(Debug, Default, PartialEq)]
-struct PageHeader {
+struct Header {
     page_type: Option<i64>,
     uncompressed_size: Option<i64>,
+    compressed_size: Option<i64>,
     dictionary_values: Option<i64>,
 }
 
-impl PageHeader {
-    fn parse(bytes: &[u8]) -> Option<PageHeader> {
-        let mut r = Reader { bytes, at: 0 };
-        let mut header = PageHeader::default();
-        r.fields(0, &mut |r, id, kind| {
-            match (id, kind) {
-                (1, I32) => header.page_type = Some(r.varint_zigzag()?),
-                (2, I32) => header.uncompressed_size = Some(r.varint_zigzag()?),
-                (7, STRUCT) => r.fields(1, &mut |r, id, kind| {
-                    match (id, kind) {
-                        (1, I32) => header.dictionary_values = Some(r.varint_zigzag()?),
-                        _ => r.skip(kind, 2)?,
-                    }
-                    Some(())
-                })?,
-                _ => r.skip(kind, 1)?,
-            }
-            Some(())
-        })?;
-        Some(header)
+impl Header {
+    /// Why a dictionary page cannot be what its header says.
+    fn check_dictionary(&self, chunk: ChunkType) -> Result<(), String> {
+        if self.page_type != Some(DICTIONARY_PAGE) {
+            return Ok(());
+        }
+        let (Some(values), Some(size)) = (self.dictionary_values, self.uncompressed_size) else {
+            return Ok(());
+        };
+        let min_bytes: i64 = match chunk.physical {
+            PhysicalType::BOOLEAN => return Ok(()),
+            PhysicalType::INT32 | PhysicalType::FLOAT => 4,
+            PhysicalType::INT64 | PhysicalType::DOUBLE => 8,
+            PhysicalType::INT96 => 12,
+            // A length prefix per value.
+            PhysicalType::BYTE_ARRAY => 4,
+            PhysicalType::FIXED_LEN_BYTE_ARRAY => i64::from(chunk.type_length.max(1)),
+        };
+        if values < 0 || size < 0 || values.saturating_mul(min_bytes) > size {
+            return Err(format!("a dictionary page claims {values} values in {size} bytes"));
+        }
+        Ok(())
     }
 }
 
-const BOOL_TRUE: u8 = 1;
-const BOOL_FALSE: u8 = 2;
-const BYTE: u8 = 3;
-const I16: u8 = 4;
-const I32: u8 = 5;
-const I64: u8 = 6;
-const DOUBLE: u8 = 7;
-const BINARY: u8 = 8;
-const LIST: u8 = 9;
-const SET: u8 = 10;
-const MAP: u8 = 11;
-const STRUCT: u8 = 12;
-const UUID: u8 = 13;
-
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl Reader<'_> {
-    fn byte(&mut self) -> Option<u8> {
-        let b = *self.bytes.get(self.at)?;
-        self.at += 1;
-        Some(b)
-    }
-
-    fn advance(&mut self, n: u64) -> Option<()> {
-        let n = usize::try_from(n).ok()?;
-        self.at = self.at.checked_add(n).filter(|end| *end <= self.bytes.len())?;
-        Some(())
-    }
-
-    fn varint(&mut self) -> Option<u64> {
-        let mut value = 0u64;
-        for shift in (0..64).step_by(7) {
-            let b = self.byte()?;
-            value |= u64::from(b & 0x7F) << shift;
-            if b & 0x80 == 0 {
-                return Some(value);
-            }
-        }
-        None
-    }
-
-    fn varint_zigzag(&mut self) -> Option<i64> {
-        let v = self.varint()?;
-        Some((v >> 1) as i64 ^ -((v & 1) as i64))
-    }
-
-    /// The fields of a struct, to STOP; `on_field` reads or skips each value.
-    fn fields(&mut self, depth: u32, on_field: &mut dyn FnMut(&mut Self, i64, u8) -> Option<()>) -> Option<()> {
-        if depth > MAX_DEPTH {
-            return None;
-        }
-        let mut last = 0i64;
-        loop {
-            let b = self.byte()?;
-            if b == 0 {
-                return Some(());
-            }
-            let (delta, kind) = (b >> 4, b & 0x0F);
-            last = if delta == 0 { self.varint_zigzag()? } else { last + i64::from(delta) };
-            on_field(self, last, kind)?;
-        }
-    }
-
-    /// Skips one value of `kind` (a boolean field's value is in its type).
-    fn skip(&mut self, kind: u8, depth: u32) -> Option<()> {
-        if depth > MAX_DEPTH {
-            return None;
-        }
-        match kind {
-            BOOL_TRUE | BOOL_FALSE => Some(()),
-            BYTE => self.advance(1),
-            I16 | I32 | I64 => self.varint().map(|_| ()),
-            DOUBLE => self.advance(8),
-            UUID => self.advance(16),
-            BINARY => {
-                let n = self.varint()?;
-                self.advance(n)
-            }
-            LIST | SET => {
-                let b = self.byte()?;
-                let (short, element) = (u64::from(b >> 4), b & 0x0F);
-                let n = if short == 15 { self.varint()? } else { short };
-                for _ in 0..n {
-                    // Booleans in a list take a byte each.
-                    if matches!(element, BOOL_TRUE | BOOL_FALSE) { self.advance(1)? } else { self.skip(element, depth + 1)? }
-                }
-                Some(())
-            }
-            MAP => {
-                let n = self.varint()?;
-                if n == 0 {
-                    return Some(());
-                }
-                let b = self.byte()?;
-                let (key, value) = (b >> 4, b & 0x0F);
-                for _ in 0..n {
-                    self.skip(key, depth + 1)?;
-                    self.skip(value, depth + 1)?;
-                }
-                Some(())
-            }
-            STRUCT => self.fields(depth + 1, &mut |r, _, kind| r.skip(kind, depth + 1)),
-            _ => None,
-        }
-    }
-}
+const DATA_PAGE: [(i16, Ty); 5] = [(1, Ty::I32), (2, Ty::I32), (3, Ty::I32), (4, Ty::I32), (5, Ty::Struct(&STATISTICS))];
+const INDEX_PAGE: [(i16, Ty); 0] = [];
+const DICTIONARY: [(i16, Ty); 3] = [(1, Ty::I32), (2, Ty::I32), (3, Ty::Bool)];
+const DATA_PAGE_V2: [(i16, Ty); 8] =
+    [(1, Ty::I32), (2, Ty::I32), (3, Ty::I32), (4, Ty::I32), (5, Ty::I32), (6, Ty::I32), (7, Ty::Bool), (8, Ty::Struct(&STATISTICS))];
+static PAGE_HEADER: [(i16, Ty); 8] = [
+    (1, Ty::I32),
+    (2, Ty::I32),
+    (3, Ty::I32),
+    (4, Ty::I32),
+    (5, Ty::Struct(&DATA_PAGE)),
+    (6, Ty::Struct(&INDEX_PAGE)),
+    (7, Ty::Struct(&DICTIONARY)),
+    (8, Ty::Struct(&DATA_PAGE_V2)),
+];
 
 #[cfg(test)]
 mod tests {
@@ -229,19 +183,27 @@ mod tests {
         h
     }
 
+    fn chunk(physical: PhysicalType) -> ChunkType {
+        ChunkType { physical, type_length: 0 }
+    }
+
     #[test]
-    fn dictionary_counts_must_fit_the_page() {
+    fn every_page_header_is_walked_and_dictionary_counts_must_fit_the_page() {
         let ok = dictionary_header(100, 800);
-        assert_eq!(
-            PageHeader::parse(&ok),
-            Some(PageHeader { page_type: Some(2), uncompressed_size: Some(800), dictionary_values: Some(100) })
-        );
-        assert!(check_first_page(&ok, PhysicalType::INT64, 0).is_ok());
-        assert!(check_first_page(&dictionary_header(101, 800), PhysicalType::INT64, 0).is_err());
-        assert!(check_first_page(&dictionary_header(1 << 31, 40), PhysicalType::BYTE_ARRAY, 0).is_err());
-        assert!(check_first_page(&dictionary_header(-1, 40), PhysicalType::INT32, 0).is_err());
-        // Unreadable headers are left to the parquet crate.
-        assert!(check_first_page(&ok[..5], PhysicalType::INT64, 0).is_ok());
-        assert!(check_first_page(&[0xFF; 64], PhysicalType::INT64, 0).is_ok());
+        let page = |header: &[u8]| [header, &[0u8; 800][..]].concat();
+        assert!(check_chunk(&[page(&ok), page(&ok)].concat(), chunk(PhysicalType::INT64)).is_ok());
+        // The second page's header is wrong: found by following the first page's size.
+        let second = check_chunk(&[page(&ok), page(&dictionary_header(101, 800))].concat(), chunk(PhysicalType::INT64)).unwrap_err();
+        assert!(second.contains(&format!("chunk byte {}", ok.len() + 800)) && second.contains("101 values"), "{second}");
+        assert!(check_chunk(&dictionary_header(1 << 31, 40), chunk(PhysicalType::BYTE_ARRAY)).is_err());
+        assert!(check_chunk(&dictionary_header(-1, 40), chunk(PhysicalType::INT32)).is_err());
+        // A header the bytes end inside is left to the parquet crate; garbage is refused.
+        assert!(check_chunk(&ok[..5], chunk(PhysicalType::INT64)).is_ok());
+        assert!(check_chunk(&[0xFF; 64], chunk(PhysicalType::INT64)).is_err());
+        // An unknown field (id 20) holding 2^31 - 1 booleans (the parquet crate would loop).
+        let mut looping = ok.clone();
+        looping.truncate(looping.len() - 1);
+        looping.extend([0x09, 0x28, 0xF1, 0xFF, 0xFF, 0xFF, 0xFF, 0x07, 0x00]);
+        assert!(check_chunk(&looping, chunk(PhysicalType::INT64)).unwrap_err().contains("booleans"));
     }
 }
