@@ -400,7 +400,7 @@ fn read_parquet(path: &Path, ctx: &Ctx<'_>) -> Result<Vec<RecordBatch>, InputErr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow::array::{Int32Array, StringArray};
+    use arrow::array::{Int32Array, Int64Array, StringArray};
     use arrow::datatypes::Int64Type;
     use parquet::arrow::ArrowWriter;
 
@@ -559,6 +559,32 @@ mod tests {
         assert_eq!(batches[0].schema(), schema().arrow_schema());
         assert_eq!(batches[0].column(0).as_primitive::<Int64Type>().values(), &[1, 2, 3]);
         assert_eq!(batches[0].column(1).null_count(), 3);
+    }
+
+    /// Other tools compress with zstd (Polars' default), gzip, lz4 or brotli: all are read.
+    #[test]
+    fn parquet_of_every_common_codec_is_read() {
+        use parquet::basic::{Compression, GzipLevel, ZstdLevel};
+        use parquet::file::properties::WriterProperties;
+        let dir = tempfile::tempdir().unwrap();
+        let input = RecordBatch::try_from_iter([("id", Arc::new(Int64Array::from_iter_values(0..1000)) as ArrayRef)]).unwrap();
+        let codecs = [
+            Compression::SNAPPY,
+            Compression::ZSTD(ZstdLevel::default()),
+            Compression::GZIP(GzipLevel::default()),
+            Compression::LZ4_RAW,
+            Compression::BROTLI(Default::default()),
+            Compression::UNCOMPRESSED,
+        ];
+        for codec in codecs {
+            let path = dir.path().join(format!("{codec}.parquet"));
+            let props = WriterProperties::builder().set_compression(codec).build();
+            let mut writer = ArrowWriter::try_new(File::create(&path).unwrap(), input.schema(), Some(props)).unwrap();
+            writer.write(&input).unwrap();
+            writer.close().unwrap();
+            let batches = read_file(&path, &schema()).unwrap_or_else(|e| panic!("{codec}: {e}"));
+            assert_eq!(batches.iter().map(RecordBatch::num_rows).sum::<usize>(), 1000, "{codec}");
+        }
     }
 
     #[test]
