@@ -170,8 +170,9 @@ mod tests {
         &file[file.len() - 8 - len..file.len() - 8]
     }
 
-    /// Footers written by the parquet crate (every statistic on, several types, random
-    /// binary statistics, key-value metadata) pass; the fuzz input that looped does not.
+    /// Footers and page headers written by the parquet crate (every statistic on, several
+    /// types, random binary statistics, key-value metadata) pass; the fuzz input that
+    /// looped does not.
     #[test]
     fn real_footers_pass_and_the_looping_one_is_refused() {
         let schema = Arc::new(Schema::new(vec![
@@ -198,6 +199,14 @@ mod tests {
         writer.append_key_value_metadata(parquet::file::metadata::KeyValue::new("k".into(), "v".to_string()));
         writer.close().unwrap();
         assert_eq!(check_metadata_bytes(footer_of(&file)), Ok(()));
+        // Their page headers (pages of 16 rows, after a dictionary page) pass too.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("real.parquet");
+        std::fs::write(&path, &file).unwrap();
+        let local = std::fs::File::open(&path).unwrap();
+        assert_eq!(check_file(&local, file.len() as u64), Ok(()));
+        let metadata = parquet::file::metadata::ParquetMetaDataReader::new().parse_and_finish(&local).unwrap();
+        assert_eq!(super::super::page_check::check_file(&local, &metadata), Ok(()));
 
         let looping = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fuzz/corpus/data_file/timeout-1")).unwrap();
         let refused = check_metadata_bytes(footer_of(&looping)).unwrap_err();

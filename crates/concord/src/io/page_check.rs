@@ -41,16 +41,17 @@ pub(crate) fn check_file(file: &std::fs::File, metadata: &parquet::file::metadat
         let (start, length) = column.byte_range();
         let end = start.saturating_add(length);
         let mut at = start;
-        while at < end {
+        'pages: while at < end {
             let mut window = HEADER_WINDOW.min(end - at);
             let (header_len, page) = loop {
                 let mut bytes = vec![0u8; window as usize];
                 file.read_exact_at(&mut bytes, at).map_err(|e| format!("page header at byte {at}: {e}"))?;
                 match read_header(&bytes, ChunkType::of(column)) {
                     Ok(read) => break read,
-                    Err(HeaderError::Truncated) if window < end - at => window = (window * 4).min(end - at),
-                    Err(HeaderError::Truncated) => return Ok(()),
-                    Err(HeaderError::Refused(reason)) => return Err(format!("page header at byte {at}: {reason}")),
+                    Err(WalkError::Truncated) if window < end - at => window = (window * 4).min(end - at),
+                    // The chunk ends inside this header: left to the parquet crate.
+                    Err(WalkError::Truncated) => break 'pages,
+                    Err(WalkError::Refused(reason)) => return Err(format!("page header at byte {at}: {reason}")),
                 }
             };
             at = at.saturating_add(header_len).saturating_add(page);
@@ -67,20 +68,15 @@ pub(crate) fn check_chunk(bytes: &[u8], chunk: ChunkType) -> Result<(), String> 
             Ok((header_len, page)) => {
                 at = at.saturating_add(header_len as usize).saturating_add(usize::try_from(page).unwrap_or(usize::MAX))
             }
-            Err(HeaderError::Truncated) => return Ok(()),
-            Err(HeaderError::Refused(reason)) => return Err(format!("page header at chunk byte {at}: {reason}")),
+            Err(WalkError::Truncated) => return Ok(()),
+            Err(WalkError::Refused(reason)) => return Err(format!("page header at chunk byte {at}: {reason}")),
         }
     }
     Ok(())
 }
 
-enum HeaderError {
-    Truncated,
-    Refused(String),
-}
-
 /// One page header: (its length, the compressed page length after it).
-fn read_header(bytes: &[u8], chunk: ChunkType) -> Result<(u64, u64), HeaderError> {
+fn read_header(bytes: &[u8], chunk: ChunkType) -> Result<(u64, u64), WalkError> {
     let mut header = Header::default();
     let len = walk_struct(bytes, &PAGE_HEADER, &mut |path, v| match path {
         [1] => header.page_type = Some(v),
@@ -88,14 +84,10 @@ fn read_header(bytes: &[u8], chunk: ChunkType) -> Result<(u64, u64), HeaderError
         [3] => header.compressed_size = Some(v),
         [7, 1] => header.dictionary_values = Some(v),
         _ => {}
-    })
-    .map_err(|e| match e {
-        WalkError::Truncated => HeaderError::Truncated,
-        WalkError::Refused(reason) => HeaderError::Refused(reason),
     })?;
-    header.check_dictionary(chunk).map_err(HeaderError::Refused)?;
+    header.check_dictionary(chunk).map_err(WalkError::Refused)?;
     let page = header.compressed_size.and_then(|size| u64::try_from(size).ok());
-    let page = page.ok_or_else(|| HeaderError::Refused(format!("a compressed page size of {:?}", header.compressed_size)))?;
+    let page = page.ok_or_else(|| WalkError::Refused(format!("a compressed page size of {:?}", header.compressed_size)))?;
     Ok((len as u64, page))
 }
 
