@@ -10,6 +10,7 @@
 //! faults off: every writer finishes within its retry budget.
 //!
 //! A failing seed prints `CONCORD_SIM_SEED=<seed>` to replay it; keep it in `REGRESSIONS`.
+//! Longer sweeps run locally: `CONCORD_SIM_SEEDS=<start>..<end>` runs that range instead.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -336,6 +337,14 @@ fn seeded_simulation_with_injected_faults() {
     if let Ok(seed) = std::env::var("CONCORD_SIM_SEED") {
         let seed: u64 = seed.parse().expect("CONCORD_SIM_SEED is a number");
         eprintln!("replaying seed {seed}: {:?}", simulate(seed));
+        return;
+    }
+    if let Ok(range) = std::env::var("CONCORD_SIM_SEEDS") {
+        let (start, end) = range.split_once("..").expect("CONCORD_SIM_SEEDS is <start>..<end>");
+        let (start, end): (u64, u64) = (start.parse().expect("a start seed"), end.parse().expect("an end seed"));
+        let started = std::time::Instant::now();
+        let (runs, versions, injected) = run_seeds(start..end);
+        eprintln!("seeds {start}..{end}: {runs} passed, {versions} versions checked, {injected} faults injected, {:.1} s", started.elapsed().as_secs_f64());
         return;
     }
     let fresh_base = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 % 1_000_000_000 + 1_000_000;
