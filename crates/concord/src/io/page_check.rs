@@ -40,13 +40,14 @@ pub(crate) fn check_file(file: &std::fs::File, metadata: &parquet::file::metadat
     for column in metadata.row_groups().iter().flat_map(|g| g.columns()) {
         let (start, length) = column.byte_range();
         let end = start.saturating_add(length);
+        let chunk = ChunkType::of(column);
         let mut at = start;
         'pages: while at < end {
             let mut window = HEADER_WINDOW.min(end - at);
             let (header_len, page) = loop {
                 let mut bytes = vec![0u8; window as usize];
                 file.read_exact_at(&mut bytes, at).map_err(|e| format!("page header at byte {at}: {e}"))?;
-                match read_header(&bytes, ChunkType::of(column)) {
+                match read_header(&bytes, chunk) {
                     Ok(read) => break read,
                     Err(WalkError::Truncated) if window < end - at => window = (window * 4).min(end - at),
                     // The chunk ends inside this header: left to the parquet crate.

@@ -201,6 +201,10 @@ impl Walk<'_, '_> {
 
     /// An unknown field's value, skipped as the parquet crate skips it.
     fn skip(&mut self, kind: u8, depth: u32) -> Result<(), WalkError> {
+        if kind == STRUCT {
+            // A struct none of whose fields is known.
+            return self.structure(&[], depth);
+        }
         let depth = self.deeper(depth)?;
         match kind {
             BOOL_TRUE | BOOL_FALSE => Ok(()),
@@ -224,17 +228,6 @@ impl Walk<'_, '_> {
                 let b = self.byte()?;
                 self.elements(n, &[b >> 4, b & 0x0F], depth)
             }
-            STRUCT => loop {
-                let b = self.byte()?;
-                let (delta, kind) = (b >> 4, b & 0x0F);
-                if kind == 0 {
-                    return Ok(());
-                }
-                if delta == 0 {
-                    self.varint()?;
-                }
-                self.skip(kind, depth)?;
-            },
             _ => Err(self.refused(format!("unknown wire type {kind}"))),
         }
     }
