@@ -5,14 +5,18 @@ Forwards every request to TARGET. Requests that commit a version -- a PUT with
 `If-None-Match: *` (S3 conditional create) or a DynamoDB `PutItem` -- are forwarded
 and allowed to succeed, then, for every EVERY-th of them, the client gets a 503 (or,
 with --mode close, the connection is closed without a response): the write landed, but
-the caller cannot know. Prints the port it listens on, then serves until killed.
+the caller cannot know. With --mode reset the connection is reset (TCP RST), which
+object_store does not retry for a PUT. Prints the port it listens on, then serves
+until killed.
 
-Usage: lossy_proxy.py --target http://127.0.0.1:PORT [--every 2] [--mode 503|close]
+Usage: lossy_proxy.py --target http://127.0.0.1:PORT [--every 2] [--mode 503|close|reset]
 """
 import argparse
 import http.client
 import http.server
+import socket
 import socketserver
+import struct
 import sys
 import threading
 import urllib.parse
@@ -57,6 +61,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
             self.connection.shutdown(2)
             return
+        if lose and args.mode == "reset":
+            self.close_connection = True
+            # Linger 0: close sends a TCP RST instead of a FIN.
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+            return
         if lose:
             payload = b"<Error><Code>ServiceUnavailable</Code><Message>injected: response lost</Message></Error>"
             self.send_response(503)
@@ -90,7 +100,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--target", required=True)
     p.add_argument("--every", type=int, default=2)
-    p.add_argument("--mode", choices=["503", "close"], default="503")
+    p.add_argument("--mode", choices=["503", "close", "reset"], default="503")
     p.add_argument("--port", type=int, default=0)
     args = p.parse_args()
     server = Server(("127.0.0.1", args.port), Handler)

@@ -1,6 +1,6 @@
 //! Lost responses through a real network path: `scripts/lossy_proxy.py` sits in front
 //! of moto, lets commit writes (S3 conditional PUTs, DynamoDB PutItems) land, then
-//! answers 503 or drops the connection. Every write must report success, exactly once
+//! answers 503, closes the connection or resets it. Every write must report success, exactly once
 //! in the history, with no duplicate version.
 
 use std::io::BufRead;
@@ -83,7 +83,7 @@ fn lost_responses_leave_one_copy(server: Server, mode: &str) {
 
 #[test]
 fn lost_commit_responses_on_s3() {
-    for mode in ["503", "close"] {
+    for mode in ["503", "close", "reset"] {
         if let Some(s) = servers::moto_s3() {
             lost_responses_leave_one_copy(s, mode);
         }
@@ -92,7 +92,7 @@ fn lost_commit_responses_on_s3() {
 
 #[test]
 fn lost_commit_responses_on_s3_with_dynamodb() {
-    for mode in ["503", "close"] {
+    for mode in ["503", "close", "reset"] {
         if let Some(s) = servers::moto_s3_dynamodb() {
             tokio::runtime::Runtime::new().unwrap().block_on(s.prepare());
             lost_responses_leave_one_copy(s, mode);

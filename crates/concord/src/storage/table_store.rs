@@ -37,6 +37,9 @@ pub(crate) async fn get_metadata(store: &dyn object_store::ObjectStore, path: &P
     found.bytes().await
 }
 
+/// Attempts of one create-once write that fails in transport (see `put_new`).
+const PUT_NEW_ATTEMPTS: u32 = 3;
+
 /// Concurrent manifest reads while indexing idempotency keys.
 const KEY_INDEX_READS: usize = 16;
 
@@ -136,22 +139,28 @@ impl TableStore {
     }
 
     /// Creates `relative`, named by a fresh UUID. "Already exists" can then only mean
-    /// that this very write landed and its response was lost (the client retried): it
-    /// is accepted once the object is found with the expected size.
+    /// that this very write landed and its response was lost (a retry, ours or the
+    /// client's): it is accepted once the object is found with the expected size.
+    /// object_store does not retry a PUT whose connection was reset after sending; for a
+    /// fresh name that is safe, so such failures (`Generic`) are tried again here.
     pub async fn put_new(&self, relative: &str, bytes: Bytes) -> Result<(), StorageError> {
         let path = self.path(relative);
         let size = bytes.len() as u64;
-        let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
         let error = |source| StorageError { action: "writing", path: self.location.display(&path), source };
-        match self.location.store.put_opts(&path, PutPayload::from_bytes(bytes), opts).await {
-            Ok(_) => Ok(()),
-            Err(e @ (object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. })) => {
-                match self.location.store.head(&path).await {
-                    Ok(meta) if meta.size == size => Ok(()),
-                    _ => Err(error(e)),
+        let mut attempt = 1;
+        loop {
+            let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
+            match self.location.store.put_opts(&path, PutPayload::from_bytes(bytes.clone()), opts).await {
+                Ok(_) => return Ok(()),
+                Err(e @ (object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. })) => {
+                    return match self.location.store.head(&path).await {
+                        Ok(meta) if meta.size == size => Ok(()),
+                        _ => Err(error(e)),
+                    };
                 }
+                Err(object_store::Error::Generic { .. }) if attempt < PUT_NEW_ATTEMPTS => attempt += 1,
+                Err(e) => return Err(error(e)),
             }
-            Err(e) => Err(error(e)),
         }
     }
 
