@@ -1,6 +1,6 @@
 //! Errors to the exit codes of the CLI contract (../shared/cli-contract.md).
 
-use concord::{CommitError, CreateError, OpenError, ScanError, SchemaParseError, UriError, WriteError};
+use concord::{CommitError, CreateError, OpenError, ScanError, SchemaParseError, Unavailable, UriError, WriteError};
 
 pub const OTHER: i32 = 1;
 pub const USAGE: i32 = 2;
@@ -37,6 +37,17 @@ fn fail(code: i32, e: &dyn std::error::Error) -> Failure {
     Failure { code, message: describe(e) }
 }
 
+/// Bad usage (exit 2) with `message`.
+pub fn usage(message: String) -> Failure {
+    Failure { code: USAGE, message }
+}
+
+/// A closed stdout (`concord scan t | head`): the reader has what it wanted, so the
+/// command ends quietly and successfully.
+fn closed_stdout() -> Failure {
+    Failure { code: 0, message: String::new() }
+}
+
 impl From<UriError> for Failure {
     fn from(e: UriError) -> Self {
         fail(USAGE, &e)
@@ -52,9 +63,9 @@ impl From<SchemaParseError> for Failure {
 impl From<OpenError> for Failure {
     fn from(e: OpenError) -> Self {
         let code = match &e {
-            OpenError::NotFound { .. } => NO_TABLE_OR_EXISTS,
+            OpenError::NotFound { .. } | OpenError::NotATable { .. } => NO_TABLE_OR_EXISTS,
             OpenError::VersionNotFound { .. } | OpenError::NoVersionAt { .. } => USAGE,
-            OpenError::UnsupportedFormat { .. } | OpenError::Corrupt(_) | OpenError::Storage(_) => OTHER,
+            OpenError::UnsupportedFormat { .. } | OpenError::Removed { .. } | OpenError::Corrupt(_) | OpenError::Storage(_) => OTHER,
         };
         fail(code, &e)
     }
@@ -74,16 +85,27 @@ impl From<CreateError> for Failure {
 impl From<ScanError> for Failure {
     fn from(e: ScanError) -> Self {
         let code = match &e {
-            ScanError::UnknownColumn { .. } | ScanError::Predicate(_) => USAGE,
+            ScanError::Column(_) | ScanError::Predicate(_) => USAGE,
+            ScanError::Unavailable(u) => unavailable_code(u),
             ScanError::Corrupt(_) | ScanError::Storage(_) => OTHER,
         };
         fail(code, &e)
     }
 }
 
+/// A table removed while in use no longer exists (7); the rest is "other" (1).
+fn unavailable_code(e: &Unavailable) -> i32 {
+    match e {
+        Unavailable::TableGone { .. } => NO_TABLE_OR_EXISTS,
+        _ => OTHER,
+    }
+}
+
 pub fn commit_code(e: &CommitError) -> i32 {
     match e {
         CommitError::Incompatible { .. } | CommitError::RerunFailed { .. } => INCOMPATIBLE,
+        CommitError::KeyOfAnotherOperation { .. } => USAGE,
+        CommitError::Unavailable(u) => unavailable_code(u),
         CommitError::TooMuchContention { .. } => CONTENTION,
         CommitError::VersionMoved { .. } => MOVED,
         CommitError::CommitStateUnknown { .. } => UNKNOWN_OUTCOME,
@@ -93,13 +115,23 @@ pub fn commit_code(e: &CommitError) -> i32 {
 
 impl From<WriteError> for Failure {
     fn from(e: WriteError) -> Self {
+        if let WriteError::ContradictsStaged { option, staged, given } = &e {
+            let flag = format!("--{}", option.replace('_', "-"));
+            return usage(format!(
+                "the transaction was staged with {flag} {staged}; `concord commit` was given {flag} {given}. \
+                 Give commit the staged value or none, or stage the transaction again"
+            ));
+        }
         let code = match &e {
             WriteError::Input(_)
             | WriteError::Predicate(_)
             | WriteError::Alter(_)
+            | WriteError::Column(_)
             | WriteError::StagedNotFound { .. }
+            | WriteError::ContradictsStaged { .. }
             | WriteError::NoSuchVersion { .. } => USAGE,
             WriteError::Commit(c) => commit_code(c),
+            WriteError::Unavailable(u) => unavailable_code(u),
             WriteError::Encode { .. } | WriteError::Corrupt(_) | WriteError::Storage(_) => OTHER,
         };
         fail(code, &e)
@@ -108,14 +140,16 @@ impl From<WriteError> for Failure {
 
 impl From<arrow::error::ArrowError> for Failure {
     fn from(e: arrow::error::ArrowError) -> Self {
-        fail(OTHER, &e)
+        match &e {
+            arrow::error::ArrowError::IoError(_, io) if io.kind() == std::io::ErrorKind::BrokenPipe => closed_stdout(),
+            _ => fail(OTHER, &e),
+        }
     }
 }
 
 impl From<std::io::Error> for Failure {
     fn from(e: std::io::Error) -> Self {
-        // A closed stdout (e.g. `| head`) is not worth a message.
-        Failure { code: OTHER, message: if e.kind() == std::io::ErrorKind::BrokenPipe { String::new() } else { describe(&e) } }
+        if e.kind() == std::io::ErrorKind::BrokenPipe { closed_stdout() } else { fail(OTHER, &e) }
     }
 }
 

@@ -17,7 +17,7 @@ use concord::{
 };
 use futures::TryStreamExt;
 
-use exit::Failure;
+use exit::{usage, Failure};
 use output::{ListFormat, RowFormat, RowWriter};
 
 #[derive(Parser)]
@@ -305,8 +305,9 @@ fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
 fn parse_assignment(s: &str) -> Result<Assignment, String> {
     let bad = || format!("'{s}' is not of the form \"column = SQL expression\"");
     let (column, expr) = s.split_once('=').ok_or_else(bad)?;
-    let (column, expr) = (column.trim().trim_matches('"'), expr.trim());
-    if column.is_empty() || expr.is_empty() || column.contains(char::is_whitespace) {
+    // A quoted column name ("Id") keeps its quotes: it then matches exactly.
+    let (column, expr) = (column.trim(), expr.trim());
+    if column.is_empty() || expr.is_empty() || (column.contains(char::is_whitespace) && !column.starts_with('"')) {
         return Err(bad());
     }
     Ok(Assignment { column: column.to_string(), expr: expr.to_string() })
@@ -316,7 +317,10 @@ fn parse_isolation(s: &str) -> Result<IsolationLevel, String> {
     IsolationLevel::parse(s).ok_or_else(|| format!("'{s}' is not an isolation level; use serializable or snapshot"))
 }
 
-/// `500ms`, `30s`, `5m`, `1h`, `7d`; a bare number means seconds.
+/// Longest duration accepted (longer ones are surely a mistake, and overflow clocks).
+const MAX_DURATION_DAYS: f64 = 100_000.0;
+
+/// `500ms`, `30s`, `5m`, `1h`, `7d`, `1.5h`: a non-negative number and a unit.
 fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len());
@@ -324,16 +328,32 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     let value: f64 = number.parse().map_err(|_| format!("'{s}' is not a duration such as 500ms, 30s, 5m, 1h or 7d"))?;
     let seconds = match unit {
         "ms" => value / 1000.0,
-        "" | "s" => value,
+        "s" => value,
         "m" => value * 60.0,
         "h" => value * 3600.0,
         "d" => value * 86400.0,
+        "" => return Err(format!("'{s}' has no unit; write it with one: {s}s, {s}m, {s}h or {s}d")),
         _ => return Err(format!("'{s}': unknown unit '{unit}'; use ms, s, m, h or d")),
     };
-    Ok(Duration::from_secs_f64(seconds))
+    if !seconds.is_finite() || seconds > MAX_DURATION_DAYS * 86400.0 {
+        return Err(format!("'{s}' is longer than the {MAX_DURATION_DAYS} days a duration may be"));
+    }
+    Duration::try_from_secs_f64(seconds).map_err(|e| format!("'{s}' is not a usable duration ({e})"))
 }
 
 impl WriteArgs {
+    /// Flags that only apply when committing are refused with `--stage` (which commits
+    /// nothing): `concord commit` takes them.
+    fn check_stage(&self) -> Result<(), Failure> {
+        let given = [("--max-retries", self.max_retries.is_some()), ("--timeout", self.timeout.is_some())];
+        match given.iter().find(|(_, set)| *set) {
+            Some((flag, _)) if self.stage => Err(usage(format!(
+                "{flag} applies when committing, and --stage commits nothing; give it to `concord commit` instead"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
     fn options(&self) -> CommitOptions {
         let mut retry = RetryPolicy::default();
         if let Some(n) = self.max_retries {
@@ -427,12 +447,15 @@ impl Context {
         Ok(Table::open(self.location(uri)?, self.env.clone()).await?)
     }
 
-    /// Runs a write command: commit it, or with --stage only prepare and record it.
+    /// Runs a write command: commit it, or with --stage only prepare and record it
+    /// (with its isolation, expected version and idempotency key).
     async fn write(&self, uri: &str, op: WriteOp, write: &WriteArgs) -> Result<(), Failure> {
+        write.check_stage()?;
         let table = self.open(uri).await?;
         if write.stage {
             let txn = op.prepare(&table).await?;
-            println!("{}", table.stage(&txn).await?);
+            let id = table.stage(&txn, &write.options()).await?;
+            output::print_staged(id, write.json)?;
         } else {
             output::print_commit(&op.run(&table, &write.options()).await?, write.json)?;
         }
@@ -491,6 +514,14 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Compact { uri, target_rows, write } => cx.write(&uri, WriteOp::Compact(target_rows), &write).await?,
         Command::Commit { uri, staged_ids, write } => {
+            if write.stage {
+                return Err(usage("`concord commit` commits staged transactions; --stage does not apply to it".into()));
+            }
+            // One key or one expected version for several commits would make all but
+            // the first a replay or a failure.
+            if staged_ids.len() > 1 && (write.idempotency_key.is_some() || write.expect_version.is_some()) {
+                return Err(usage("--idempotency-key and --expect-version apply to one commit: give one staged id, or stage each transaction with its own".into()));
+            }
             let table = cx.open(&uri).await?;
             for id in &staged_ids {
                 let txn = table.load_staged(id).await?;
@@ -500,7 +531,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Scan { uri, at, columns, filter, limit, format } => {
             let table = cx.open_at(&uri, &at).await?;
             let scan = table.scan(ScanOptions { columns, filter, limit }).await?;
-            let mut writer = RowWriter::new(format, scan.schema());
+            let mut writer = RowWriter::stdout(format, scan.schema());
             let mut stream = scan.into_stream();
             while let Some(batch) = stream.try_next().await? {
                 writer.write(&batch)?;
@@ -550,7 +581,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
 /// `doctor`: probes the store, prints what it found and which commit mode is safe.
 async fn doctor(cx: &Context, uri: &str) -> Result<(), Failure> {
     let location = cx.location(uri)?;
-    let report = concord::probe_store(&location).await.map_err(|e| Failure { code: exit::OTHER, message: e.to_string() })?;
+    let report = concord::probe_store(&location, &cx.env).await.map_err(|e| Failure { code: exit::OTHER, message: e.to_string() })?;
     println!("store: {uri}");
     match &report.create_unsupported {
         Some(why) => println!("conditional create: not supported ({why})"),

@@ -2,8 +2,9 @@
 
 use std::io::Write;
 
-use arrow::array::RecordBatch;
+use arrow::array::{Array, RecordBatch};
 use arrow::datatypes::SchemaRef;
+use arrow::util::display::{ArrayFormatter, FormatOptions};
 use concord::{CommitInfo, Schema, VersionInfo};
 use serde_json::json;
 
@@ -22,55 +23,145 @@ pub enum ListFormat {
     Json,
 }
 
-/// Writes scan results. Table format needs all rows (column widths), the others stream.
-pub struct RowWriter {
+/// Writes scan results as they arrive: every format streams in bounded memory (the
+/// table format sizes its columns from the first batch).
+pub struct RowWriter<W: Write> {
     format: RowFormat,
     schema: SchemaRef,
-    buffered: Vec<RecordBatch>,
-    csv: Option<arrow::csv::Writer<std::io::Stdout>>,
-    wrote_any: bool,
+    out: W,
+    /// Table format: column widths, set by the first batch.
+    widths: Option<Vec<usize>>,
 }
 
-impl RowWriter {
-    pub fn new(format: RowFormat, schema: SchemaRef) -> Self {
-        let csv = (format == RowFormat::Csv).then(|| arrow::csv::WriterBuilder::new().with_header(true).build(std::io::stdout()));
-        RowWriter { format, schema, buffered: Vec::new(), csv, wrote_any: false }
+impl RowWriter<std::io::BufWriter<std::io::StdoutLock<'static>>> {
+    pub fn stdout(format: RowFormat, schema: SchemaRef) -> Self {
+        RowWriter::new(format, schema, std::io::BufWriter::new(std::io::stdout().lock()))
+    }
+}
+
+impl<W: Write> RowWriter<W> {
+    pub fn new(format: RowFormat, schema: SchemaRef, out: W) -> Self {
+        RowWriter { format, schema, out, widths: None }
     }
 
     pub fn write(&mut self, batch: &RecordBatch) -> Result<(), Failure> {
-        self.wrote_any = true;
         match self.format {
-            RowFormat::Table => self.buffered.push(batch.clone()),
-            RowFormat::Csv => self.csv.as_mut().expect("csv writer").write(batch)?,
+            RowFormat::Table => {
+                let cells = cells(batch)?;
+                if self.widths.is_none() {
+                    self.start_table(Some(&cells))?;
+                }
+                let widths = self.widths.as_ref().expect("set above");
+                for row in 0..batch.num_rows() {
+                    let line: Vec<String> = cells.iter().zip(widths).map(|(column, w)| format!(" {:<w$} ", column[row])).collect();
+                    writeln!(self.out, "|{}|", line.join("|"))?;
+                }
+            }
+            RowFormat::Csv => {
+                if self.widths.is_none() {
+                    self.csv_header()?;
+                }
+                let columns = cells(batch)?;
+                let mut line = String::new();
+                for row in 0..batch.num_rows() {
+                    line.clear();
+                    for (i, column) in columns.iter().enumerate() {
+                        if i > 0 {
+                            line.push(',');
+                        }
+                        if batch.column(i).is_valid(row) {
+                            concord::quote_csv_field(&column[row], &mut line);
+                        }
+                    }
+                    writeln!(self.out, "{line}")?;
+                }
+            }
             RowFormat::Json => {
-                let mut out = std::io::stdout().lock();
                 let mut writer = arrow::json::WriterBuilder::new()
                     .with_explicit_nulls(true)
-                    .build::<_, arrow::json::writer::LineDelimited>(&mut out);
+                    .build::<_, arrow::json::writer::LineDelimited>(&mut self.out);
                 writer.write(batch)?;
                 writer.finish()?;
             }
         }
+        self.out.flush()?;
         Ok(())
     }
 
-    pub fn finish(self) -> Result<(), Failure> {
+    pub fn finish(mut self) -> Result<(), Failure> {
         match self.format {
             RowFormat::Table => {
-                let batches = if self.buffered.is_empty() { vec![RecordBatch::new_empty(self.schema)] } else { self.buffered };
-                writeln!(std::io::stdout(), "{}", arrow::util::pretty::pretty_format_batches(&batches)?)?;
-            }
-            RowFormat::Csv => {
-                let mut csv = self.csv.expect("csv writer");
-                if !self.wrote_any {
-                    csv.write(&RecordBatch::new_empty(self.schema))?;
+                if self.widths.is_none() {
+                    self.start_table(None)?;
                 }
+                let border = border(self.widths.as_ref().expect("set above"));
+                writeln!(self.out, "{border}")?;
             }
-            RowFormat::Json => {}
+            RowFormat::Csv if self.widths.is_none() => self.csv_header()?,
+            RowFormat::Csv | RowFormat::Json => {}
         }
-        std::io::stdout().flush()?;
+        self.out.flush()?;
         Ok(())
     }
+
+    /// The table's top border, header and separator, sized by the header and `first`.
+    fn start_table(&mut self, first: Option<&[Vec<String>]>) -> Result<(), Failure> {
+        let widths: Vec<usize> = self
+            .schema
+            .fields()
+            .iter()
+            .enumerate()
+            .map(|(i, f)| first.map_or(0, |cells| cells[i].iter().map(|c| c.chars().count()).max().unwrap_or(0)).max(f.name().chars().count()))
+            .collect();
+        let border = border(&widths);
+        let header: Vec<String> = self.schema.fields().iter().zip(&widths).map(|(f, w)| format!(" {:<w$} ", f.name())).collect();
+        writeln!(self.out, "{border}\n|{}|\n{border}", header.join("|"))?;
+        self.widths = Some(widths);
+        Ok(())
+    }
+
+    /// CSV: an unquoted empty field is NULL, a quoted `""` the empty string.
+    fn csv_header(&mut self) -> Result<(), Failure> {
+        let mut line = String::new();
+        for (i, f) in self.schema.fields().iter().enumerate() {
+            if i > 0 {
+                line.push(',');
+            }
+            concord::quote_csv_field(f.name(), &mut line);
+        }
+        writeln!(self.out, "{line}")?;
+        self.widths = Some(Vec::new());
+        Ok(())
+    }
+}
+
+/// Each column's values as text (NULL as empty).
+fn cells(batch: &RecordBatch) -> Result<Vec<Vec<String>>, Failure> {
+    let options = FormatOptions::default();
+    batch
+        .columns()
+        .iter()
+        .map(|c| {
+            let f = ArrayFormatter::try_new(c.as_ref(), &options)?;
+            Ok((0..batch.num_rows()).map(|i| f.value(i).to_string()).collect())
+        })
+        .collect()
+}
+
+fn border(widths: &[usize]) -> String {
+    let parts: Vec<String> = widths.iter().map(|w| "-".repeat(w + 2)).collect();
+    format!("+{}+", parts.join("+"))
+}
+
+/// `--stage`'s output: the staged id (one line), or with `--json` an object.
+pub fn print_staged(id: impl std::fmt::Display, as_json: bool) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    if as_json {
+        writeln!(out, "{}", json!({ "staged_id": id.to_string() }))?;
+    } else {
+        writeln!(out, "{id}")?;
+    }
+    Ok(())
 }
 
 pub fn print_commit(info: &CommitInfo, as_json: bool) -> Result<(), Failure> {
@@ -129,7 +220,7 @@ pub fn print_history(history: &[VersionInfo], format: ListFormat) -> Result<(), 
                     [] => "-".to_string(),
                     [one] => format!("[{one}]"),
                     many if many.len() <= 6 => format!("{many:?}"),
-                    many => format!("{} versions, {}..={}", many.len(), many[0], many[many.len() - 1]),
+                    many => format!("{} versions, {} to {}", many.len(), many[0], many[many.len() - 1]),
                 };
                 let rebased = if v.rerun { format!("{rebased} (re-ran)") } else { rebased };
                 let ts = v.timestamp.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
@@ -152,4 +243,55 @@ pub fn print_schema(schema: &Schema, format: ListFormat) -> Result<(), Failure> 
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Int64Array, StringArray};
+    use std::sync::Arc;
+
+    /// A writer whose bytes the test reads while the scan is still going.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<std::sync::Mutex<Vec<u8>>>);
+    impl Write for Shared {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn batch(ids: &[i64], names: &[Option<&str>]) -> RecordBatch {
+        RecordBatch::try_from_iter([
+            ("id", Arc::new(Int64Array::from(ids.to_vec())) as arrow::array::ArrayRef),
+            ("name", Arc::new(StringArray::from(names.to_vec())) as arrow::array::ArrayRef),
+        ])
+        .unwrap()
+    }
+
+    /// Each batch is out before the next arrives, in every format.
+    #[test]
+    fn every_format_writes_each_batch_as_it_comes() {
+        for format in [RowFormat::Table, RowFormat::Csv, RowFormat::Json] {
+            let out = Shared::default();
+            let first = batch(&[1, 2], &[Some("a"), Some("")]);
+            let mut writer = RowWriter::new(format, first.schema(), out.clone());
+            writer.write(&first).unwrap();
+            let after_first = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+            assert!(after_first.contains('2'), "{format:?}: the first batch is written at once: {after_first:?}");
+            writer.write(&batch(&[333], &[None])).unwrap();
+            writer.finish().unwrap();
+            let all = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+            assert!(all.starts_with(&after_first) && all.contains("333"), "{format:?}: {all}");
+            if format == RowFormat::Csv {
+                assert_eq!(all, "id,name\n1,a\n2,\"\"\n333,\n");
+            }
+            if format == RowFormat::Table {
+                assert_eq!(all.lines().filter(|l| l.contains("name")).count(), 1, "one header: {all}");
+            }
+        }
+    }
 }

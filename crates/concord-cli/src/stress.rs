@@ -9,7 +9,7 @@
 //! - bank workload: the total balance is the same in every version.
 //!
 //! Each operation is a pure function of (seed, writer, operation index), named by its
-//! idempotency key `w<writer>-o<index>`, so the checker recomputes what it did, and a
+//! idempotency key `<workload>-s<seed>-w<writer>-o<index>`, so the checker recomputes what it did, and a
 //! replacement writer retries a killed writer's in-flight operation with the same key
 //! (it commits at most once).
 
@@ -25,7 +25,7 @@ use concord::arrow::datatypes::Int64Type;
 use concord::{Assignment, CommitError, CommitOptions, RandomSource, Schema, StdRandom, Table, WriteError};
 use serde_json::{json, Value};
 
-use crate::exit::Failure;
+use crate::exit::{usage, Failure};
 
 const MIXED_SCHEMA: &str = "id bigint not null, val bigint not null";
 const BANK_SCHEMA: &str = "id bigint not null, val bigint not null";
@@ -49,8 +49,9 @@ pub struct StressArgs {
     pub ops: u64,
     /// Relative weights of append, delete, update, merge and compact (mixed workload);
     /// compact keeps the fragment count, and so each scan's requests, bounded
-    #[arg(long, default_value = "append=4,delete=1,update=1,merge=1")]
-    pub mix: String,
+    /// (mixed workload; default append=4,delete=1,update=1,merge=1)
+    #[arg(long)]
+    pub mix: Option<String>,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Probability, every 100 ms, of SIGKILLing one random writer (then replaced)
@@ -58,9 +59,21 @@ pub struct StressArgs {
     pub kill_rate: f64,
     #[arg(long, value_enum, default_value = "mixed")]
     pub workload: Workload,
-    /// Rows per append or merge
-    #[arg(long, default_value_t = 100)]
-    pub rows: u64,
+    /// Rows per append or merge (mixed workload; default 100)
+    #[arg(long)]
+    pub rows: Option<u64>,
+}
+
+const DEFAULT_MIX: &str = "append=4,delete=1,update=1,merge=1";
+const DEFAULT_ROWS: u64 = 100;
+
+impl StressArgs {
+    fn mix(&self) -> &str {
+        self.mix.as_deref().unwrap_or(DEFAULT_MIX)
+    }
+    fn rows(&self) -> u64 {
+        self.rows.unwrap_or(DEFAULT_ROWS)
+    }
 }
 
 /// One operation, recomputable from (seed, writer, index).
@@ -106,23 +119,31 @@ fn plan(args: &StressArgs, mix: &[(String, u64)], writer: u64, index: u64) -> Op
         "delete" => Op::Delete { modulus: 97, rest: pick(97) as i64 },
         "update" => Op::Update { modulus: 89, rest: pick(89) as i64 },
         "merge" => {
-            let half = (args.rows / 2).max(1);
+            let half = (args.rows() / 2).max(1);
             let earlier = pick(index + 1);
             let mut keys: BTreeMap<i64, i64> = (0..half).map(|r| (base(earlier) + r as i64, 1000 + index as i64)).collect();
             keys.extend((0..half).map(|r| (base(index) + 5000 + r as i64, 1000 + index as i64)));
             Op::Merge(keys.into_iter().collect())
         }
         "compact" => Op::Compact,
-        _ => Op::Append((0..args.rows).map(|r| base(index) + r as i64).collect()),
+        _ => Op::Append((0..args.rows()).map(|r| base(index) + r as i64).collect()),
     }
 }
 
-fn key(writer: u64, index: u64) -> String {
-    format!("w{writer}-o{index}")
+/// The idempotency key of operation `index` of `writer`: `<workload>-s<seed>-w<writer>-o<index>`.
+/// The run's workload and seed are part of it, so a later run on the same table never
+/// takes an earlier run's operation for its own (a key names one operation).
+fn key(args: &StressArgs, writer: u64, index: u64) -> String {
+    format!("{}w{writer}-o{index}", run_prefix(args))
 }
 
-fn parse_key(key: &str) -> Option<(u64, u64)> {
-    let (w, o) = key.strip_prefix('w')?.split_once("-o")?;
+fn run_prefix(args: &StressArgs) -> String {
+    format!("{}-s{}-", if args.workload == Workload::Bank { "bank" } else { "mixed" }, args.seed)
+}
+
+/// (writer, index) of a key of this run.
+fn parse_key(args: &StressArgs, key: &str) -> Option<(u64, u64)> {
+    let (w, o) = key.strip_prefix(&run_prefix(args))?.strip_prefix('w')?.split_once("-o")?;
     Some((w.parse().ok()?, o.parse().ok()?))
 }
 
@@ -170,7 +191,7 @@ fn apply(state: &mut BTreeMap<i64, i64>, op: &Op) {
 
 /// A worker process: runs operations `start..ops` of `writer`, one JSON line each.
 pub async fn worker(cx_table: Table, args: &StressArgs, writer: u64, start: u64, log: &Path) -> Result<(), Failure> {
-    let mix = parse_mix(&args.mix).map_err(usage)?;
+    let mix = parse_mix(args.mix()).map_err(usage)?;
     let mut out = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
     // A killed predecessor may have left half a line: start on a fresh one.
     if std::fs::read(log)?.last().is_some_and(|b| *b != b'\n') {
@@ -178,13 +199,14 @@ pub async fn worker(cx_table: Table, args: &StressArgs, writer: u64, start: u64,
     }
     for index in start..args.ops {
         let op = plan(args, &mix, writer, index);
-        let options = CommitOptions { idempotency_key: Some(key(writer, index)), ..CommitOptions::default() };
+        let options = CommitOptions { idempotency_key: Some(key(args, writer, index)), ..CommitOptions::default() };
         let started = Instant::now();
         let mut tries = 0;
         let line = loop {
             tries += 1;
             match execute(&cx_table, &op, &options).await {
-                // A compaction that gave way to concurrent writers committed nothing.
+                // A compaction that gave way to concurrent writers, or a write that
+                // changed nothing, committed nothing.
                 Ok(info) if info.abandoned.is_some() => {
                     break json!({"index": index, "outcome": "abandoned", "reason": info.abandoned, "latency_ms": started.elapsed().as_secs_f64() * 1000.0});
                 }
@@ -204,10 +226,6 @@ pub async fn worker(cx_table: Table, args: &StressArgs, writer: u64, start: u64,
     Ok(())
 }
 
-fn usage(message: String) -> Failure {
-    Failure { code: crate::exit::USAGE, message }
-}
-
 /// Log lines of `writer` so far.
 fn read_log(path: &Path) -> Vec<Value> {
     std::fs::File::open(path)
@@ -220,8 +238,15 @@ fn spawn_worker(args: &StressArgs, global_args: &[String], writer: u64, start: u
     let exe = std::env::current_exe()?;
     let mut cmd = Command::new(exe);
     cmd.args(global_args).arg("stress-worker").arg(&args.uri);
-    cmd.args(["--writers", &args.writers.to_string(), "--ops", &args.ops.to_string(), "--mix", &args.mix, "--seed", &args.seed.to_string()])
-        .args(["--workload", if args.workload == Workload::Bank { "bank" } else { "mixed" }, "--rows", &args.rows.to_string()])
+    cmd.args(["--writers", &args.writers.to_string(), "--ops", &args.ops.to_string(), "--seed", &args.seed.to_string()])
+        .args(["--workload", if args.workload == Workload::Bank { "bank" } else { "mixed" }]);
+    if let Some(mix) = &args.mix {
+        cmd.args(["--mix", mix]);
+    }
+    if let Some(rows) = args.rows {
+        cmd.args(["--rows", &rows.to_string()]);
+    }
+    cmd
         .args(["--writer", &writer.to_string(), "--start", &start.to_string(), "--log"])
         .arg(log)
         .stdout(Stdio::null())
@@ -229,11 +254,28 @@ fn spawn_worker(args: &StressArgs, global_args: &[String], writer: u64, start: u
     cmd.spawn()
 }
 
+/// Most writer processes a run starts.
+const MAX_WRITERS: u64 = 1024;
+/// Most rows per append or merge: ids of one operation stay apart from the next's.
+const MAX_ROWS: u64 = 10_000;
+
 /// Checks the arguments (before anything is created); returns the parsed mix.
 fn validate(args: &StressArgs) -> Result<Vec<(String, u64)>, Failure> {
-    let mix = parse_mix(&args.mix).map_err(usage)?;
-    if args.writers == 0 || args.ops == 0 || !(0.0..=1.0).contains(&args.kill_rate) {
-        return Err(usage("--writers and --ops must be at least 1, --kill-rate within 0..1".into()));
+    if args.workload == Workload::Bank && (args.mix.is_some() || args.rows.is_some()) {
+        return Err(usage("--mix and --rows apply to the mixed workload; the bank workload transfers between its accounts".into()));
+    }
+    let mix = parse_mix(args.mix()).map_err(usage)?;
+    if !(1..=MAX_WRITERS).contains(&args.writers) {
+        return Err(usage(format!("--writers {} is out of range: give 1 to {MAX_WRITERS}", args.writers)));
+    }
+    if args.ops == 0 {
+        return Err(usage("--ops must be at least 1".into()));
+    }
+    if !(0.0..=1.0).contains(&args.kill_rate) {
+        return Err(usage(format!("--kill-rate {} is not a probability: give a number from 0 to 1", args.kill_rate)));
+    }
+    if !(1..=MAX_ROWS).contains(&args.rows()) {
+        return Err(usage(format!("--rows {} is out of range: give 1 to {MAX_ROWS}", args.rows())));
     }
     Ok(mix)
 }
@@ -340,9 +382,9 @@ fn summary(r: &Value) -> String {
     let verdict = if r["verified"] == json!(true) { "VERIFIED".to_string() } else { format!("NOT VERIFIED: {}", r["problems"]) };
     let f = |v: &Value| v.as_f64().unwrap_or(f64::NAN);
     format!(
-        "stress: {verdict}\n  {} commits, {} failed, {} compactions abandoned (committed nothing), {} writers killed, {} idempotent replays; {} versions replayed against the reference model\n  \
+        "stress: {verdict}\n  {} commits, {} failed, {} compactions abandoned and {} writes without change (committed nothing), {} writers killed, {} idempotent replays; {} versions replayed against the reference model\n  \
          {:.2} commits/s; latency p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms; attempts mean {:.2}, max {}; {} rebases, {} partial re-runs",
-        r["commits"], r["failed"], r["abandoned_compactions"], r["killed"], r["idempotent_replays"], r["versions_replayed"],
+        r["commits"], r["failed"], r["abandoned_compactions"], r["no_change"], r["killed"], r["idempotent_replays"], r["versions_replayed"],
         f(&r["commits_per_s"]), f(&r["latency_ms"]["p50"]), f(&r["latency_ms"]["p99"]), f(&r["latency_ms"]["max"]),
         f(&r["attempts"]["mean"]), r["attempts"]["max"], r["rebases"], r["reruns"]
     )
@@ -395,21 +437,24 @@ async fn verify(table: &Table, args: &StressArgs, mix: &[(String, u64)], start: 
     let ok: Vec<&(u64, Value)> = lines.iter().filter(|(_, l)| l["outcome"] == "ok").collect();
     let failed: Vec<&(u64, Value)> = lines.iter().filter(|(_, l)| l["outcome"] == "failed").collect();
     let abandoned: Vec<&(u64, Value)> = lines.iter().filter(|(_, l)| l["outcome"] == "abandoned").collect();
+    // A compaction that gave way, or a write that changed nothing (a delete matching no
+    // row): neither makes a version.
+    let compactions = abandoned.iter().filter(|(w, l)| plan(args, mix, *w, l["index"].as_u64().unwrap_or(0)) == Op::Compact).count();
     for (w, l) in &ok {
-        let k = key(*w, l["index"].as_u64().unwrap_or(0));
+        let k = key(args, *w, l["index"].as_u64().unwrap_or(0));
         let version = l["version"].as_u64().unwrap_or(u64::MAX);
         if by_key.get(&k).map(Vec::as_slice) != Some(&[version][..]) {
             problems.push(format!("acknowledged {k} (version {version}) is not in the history exactly there"));
         }
     }
     for (w, l) in &failed {
-        let k = key(*w, l["index"].as_u64().unwrap_or(0));
+        let k = key(args, *w, l["index"].as_u64().unwrap_or(0));
         if by_key.contains_key(&k) {
             problems.push(format!("{k} was reported failed ({}) but is in the history", l["error"]));
         }
     }
     for (w, l) in &abandoned {
-        let k = key(*w, l["index"].as_u64().unwrap_or(0));
+        let k = key(args, *w, l["index"].as_u64().unwrap_or(0));
         if by_key.contains_key(&k) {
             problems.push(format!("{k} was reported abandoned ({}) but is in the history", l["reason"]));
         }
@@ -420,7 +465,7 @@ async fn verify(table: &Table, args: &StressArgs, mix: &[(String, u64)], start: 
     let mut cache = std::collections::HashMap::new();
     for v in &history {
         let version = latest.checkout(v.version).await?;
-        match v.idempotency_key.as_deref().and_then(parse_key) {
+        match v.idempotency_key.as_deref().and_then(|k| parse_key(args, k)) {
             Some((w, i)) => apply(&mut state, &plan(args, mix, w, i)),
             None if v.version <= start || v.idempotency_key.as_deref() == Some(SETUP_KEY) => {
                 state = rows_of(&version, &mut cache).await?.into_iter().collect();
@@ -451,7 +496,7 @@ async fn verify(table: &Table, args: &StressArgs, mix: &[(String, u64)], start: 
         "verified": problems.is_empty(),
         "workload": if args.workload == Workload::Bank { "bank" } else { "mixed" },
         "writers": args.writers, "ops": args.ops, "seed": args.seed, "kill_rate": args.kill_rate,
-        "commits": ok.len(), "failed": failed.len(), "abandoned_compactions": abandoned.len(), "killed": killed,
+        "commits": ok.len(), "failed": failed.len(), "abandoned_compactions": compactions, "no_change": abandoned.len() - compactions, "killed": killed,
         "failure_reasons": failure_reasons(&failed),
         "idempotent_replays": ok.iter().filter(|(_, l)| l["replay"] == true).count(),
         "versions": history.len(), "versions_replayed": replayed,
@@ -470,16 +515,17 @@ mod tests {
     use super::*;
 
     fn args() -> StressArgs {
-        StressArgs { uri: "x".into(), writers: 2, ops: 5, mix: "append=4,delete=1,update=1,merge=1".into(), seed: 7, kill_rate: 0.0, workload: Workload::Mixed, rows: 10 }
+        StressArgs { uri: "x".into(), writers: 2, ops: 5, mix: None, seed: 7, kill_rate: 0.0, workload: Workload::Mixed, rows: Some(10) }
     }
 
     #[test]
     fn operations_are_pure_functions_of_their_key() {
-        let mix = parse_mix(&args().mix).unwrap();
+        let mix = parse_mix(args().mix()).unwrap();
         for i in 0..20 {
             assert_eq!(plan(&args(), &mix, 1, i), plan(&args(), &mix, 1, i));
         }
-        assert_eq!(parse_key(&key(3, 17)), Some((3, 17)));
+        assert_eq!(parse_key(&args(), &key(&args(), 3, 17)), Some((3, 17)));
+        assert_eq!(parse_key(&StressArgs { seed: 8, ..args() }, &key(&args(), 3, 17)), None, "another run's key");
         assert!(parse_mix("append=0").is_err() && parse_mix("drop=1").is_err());
         assert_eq!(parse_mix("compact=1").unwrap(), vec![("compact".to_string(), 1)]);
         let bank = StressArgs { workload: Workload::Bank, ..args() };

@@ -187,3 +187,32 @@ pub fn rows(schema: &Schema, ids: impl IntoIterator<Item = i64>) -> RecordBatch 
     )
     .unwrap()
 }
+
+/// What a failed command must leave exactly as it was.
+#[derive(Debug, PartialEq)]
+pub struct Snapshot {
+    pub versions: Vec<String>,
+    pub count: u64,
+    pub rows: String,
+}
+
+pub fn snapshot(t: &TempTable) -> Snapshot {
+    Snapshot { versions: committed_state(&t.path()), count: t.count(), rows: ok(&["scan", &t.uri, "--format", "json"]) }
+}
+
+/// Runs a command that must fail with `code`, print nothing on stdout and something on
+/// stderr; returns stderr.
+pub fn fails(args: &[&str], code: i32) -> String {
+    let (got, stdout, stderr) = run(args);
+    assert_eq!(got, code, "concord {args:?}: expected exit {code}, got {got}; stderr: {stderr}");
+    assert!(stdout.is_empty(), "concord {args:?} failed but printed on stdout: {stdout}");
+    assert!(!stderr.trim().is_empty(), "concord {args:?} failed silently");
+    stderr
+}
+
+pub fn assert_mentions(stderr: &str, words: &[&str]) {
+    for w in words {
+        assert!(stderr.contains(w), "stderr should mention {w:?}: {stderr}");
+    }
+}
+

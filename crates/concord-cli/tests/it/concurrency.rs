@@ -230,6 +230,9 @@ impl CommitCoordinator for FaultyCoordinator {
     async fn list_versions(&self) -> Result<Vec<u64>, StorageError> {
         self.inner.list_versions().await
     }
+    async fn remove_version(&self, version: u64) -> Result<(), StorageError> {
+        self.inner.remove_version(version).await
+    }
     fn describe_version(&self, version: u64) -> String {
         self.inner.describe_version(version)
     }

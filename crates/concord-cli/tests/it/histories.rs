@@ -13,7 +13,9 @@ use concord::{CommitError, CommitOptions, Operation, RandomSource, RetryPolicy, 
 use crate::common::*;
 
 /// Seeds run on every CI run; failing seeds found later are added here.
-const SEEDS: [u64; 6] = [1, 2, 3, 4, 5, 6];
+/// 858170: a merge lacking a column another writer added updates matched rows in place
+/// (duplicates stay); the replay first expected them collapsed.
+const SEEDS: [u64; 7] = [1, 2, 3, 4, 5, 6, 858_170];
 
 /// The predicates writers delete with (all in the oracle's table).
 const DELETES: [&str; 5] = ["id % 2 = 0", "id < 20", "id >= 80", "id % 3 = 1", "id % 7 = 0"];
@@ -55,8 +57,10 @@ async fn writer(table: Table, seed: u64, ops: usize, tight_budget: bool) -> Log 
                 table.overwrite(&[rows(table.schema(), ids.iter().copied())], &options).await.map(|i| (i, Some(ids)))
             }
             18 => {
-                let ids: Vec<i64> = (0..pick(4)).map(|_| pick(100) as i64).collect();
+                // Only rows the predicate covers: replacing them with others is refused.
                 let sql = DELETES[pick(DELETES.len() as u64) as usize];
+                let covered = oracle_predicate(sql);
+                let ids: Vec<i64> = (0..pick(4)).map(|_| pick(100) as i64).filter(|id| covered(*id)).collect();
                 table.overwrite_where(&[rows(table.schema(), ids.iter().copied())], sql, &options).await.map(|i| (i, Some(ids)))
             }
             19 => {
@@ -76,7 +80,7 @@ async fn writer(table: Table, seed: u64, ops: usize, tight_budget: bool) -> Log 
             }
         };
         match outcome {
-            Ok((info, _)) if info.abandoned.is_some() => log.failed.push("compaction gave way".into()),
+            Ok((info, _)) if info.abandoned.is_some() => log.failed.push("committed nothing (a compaction gave way, or nothing to change)".into()),
             Ok((info, Some(ids))) => {
                 log.written.insert(info.transaction_id, ids);
             }
@@ -85,7 +89,7 @@ async fn writer(table: Table, seed: u64, ops: usize, tight_budget: bool) -> Log 
             // Two writers adding "extra" at once: the later one is rightly incompatible;
             // dropping a column another writer dropped first: it no longer exists.
             Err(WriteError::Commit(CommitError::Incompatible { reason, .. })) if reason.contains("'extra'") => log.failed.push("add race".into()),
-            Err(WriteError::Alter(concord::AlterError::ColumnExists { .. } | concord::AlterError::NoSuchColumn { .. })) => {
+            Err(WriteError::Alter(concord::AlterError::ColumnExists { .. } | concord::AlterError::Column(_))) => {
                 log.failed.push("alter race".into())
             }
             Err(e) => panic!("seed {seed}: unexpected error {e}"),
@@ -121,9 +125,17 @@ async fn check_replay(table: &Table, written: &HashMap<uuid::Uuid, Vec<i64>>, se
             | Operation::DropColumn { .. }
             | Operation::RenameColumn { .. }
             | Operation::SetProperties { .. } => previous,
-            Operation::Merge { .. } => {
+            // A source with every column replaces each of its keys' rows by its row; one
+            // without some (a column another writer added) updates each matched row in
+            // place, keeping the others' values; unmatched keys are inserted once.
+            Operation::Merge { partial: None, .. } => {
                 let source = &written[&info.transaction_id];
                 previous.into_iter().filter(|id| !source.contains(id)).chain(source.iter().copied()).collect()
+            }
+            Operation::Merge { partial: Some(_), .. } => {
+                let source = &written[&info.transaction_id];
+                let inserted: Vec<i64> = source.iter().copied().filter(|id| !previous.contains(id)).collect();
+                previous.into_iter().chain(inserted).collect()
             }
             Operation::ReplaceWhere { predicate, .. } => {
                 let matches = oracle_predicate(predicate);

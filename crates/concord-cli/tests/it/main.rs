@@ -11,6 +11,7 @@ mod concurrency;
 mod compact;
 mod conformance;
 mod delete;
+mod first_hour;
 mod format;
 mod hostile;
 mod lost_responses;

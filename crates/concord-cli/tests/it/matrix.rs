@@ -300,7 +300,11 @@ async fn run_cell(ours: Op, winner: Op, isolation: IsolationLevel, expected: Out
     let won = table.commit(&winner_txn, &opts).await.map_err(|e| format!("winner failed: {e}"))?;
     let options = CommitOptions { isolation: Some(isolation), ..CommitOptions::default() };
     let result = table.commit(&ours_txn, &options).await;
+    // A data write whose re-run left it nothing to change (its rows were all replaced)
+    // re-ran and commits nothing; the model below checks that nothing was left.
+    let nothing_left = matches!(&result, Ok(info) if info.abandoned.is_some() && info.rerun && ours != Op::Compact);
     let got = match &result {
+        Ok(_) if nothing_left => X,
         Ok(info) if info.abandoned.is_some() => A,
         Ok(info) if info.rerun => X,
         Ok(info) => {
@@ -337,7 +341,7 @@ async fn run_cell(ours: Op, winner: Op, isolation: IsolationLevel, expected: Out
         return Err(format!("columns {columns:?}, expected {:?}", model.columns));
     }
     let versions = table.latest().await.unwrap().version();
-    let expected_versions = if matches!(got, R | X) { 4 } else { 3 };
+    let expected_versions = if matches!(got, R | X) && !nothing_left { 4 } else { 3 };
     if versions != expected_versions {
         return Err(format!("latest version {versions}, expected {expected_versions}: a failed or abandoned transaction must leave no version"));
     }

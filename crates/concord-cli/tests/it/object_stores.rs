@@ -229,6 +229,9 @@ fn gcs_uris_resolve_to_gcs() {
     assert_eq!(location.display(&location.root), "gs://some-bucket/tables/t");
     let err = concord::StoreResolver::new().with_options([("AWS_REGOIN".to_string(), "x".to_string())]).resolve("s3://b/t").unwrap_err();
     assert!(err.to_string().contains("unknown store option 'AWS_REGOIN'"), "{err}");
-    let err = concord::StoreResolver::new().with_commit_coordinator(Some("dynamodb://t".into())).resolve("./local").err();
-    assert!(err.is_none(), "a coordinator applies to s3:// tables only; local paths ignore it");
+    // Settings a local path cannot use are refused, not ignored.
+    let err = concord::StoreResolver::new().with_commit_coordinator(Some("dynamodb://t".into())).resolve("./local").unwrap_err();
+    assert!(err.to_string().contains("s3:// tables only"), "{err}");
+    let err = concord::StoreResolver::new().with_options([("AWS_REGION".to_string(), "x".to_string())]).resolve("memory://m").unwrap_err();
+    assert!(err.to_string().contains("'AWS_REGION' applies to object stores"), "{err}");
 }

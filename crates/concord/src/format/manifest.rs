@@ -28,6 +28,12 @@ pub enum IsolationLevel {
     Snapshot,
 }
 
+impl std::fmt::Display for IsolationLevel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl IsolationLevel {
     pub fn as_str(self) -> &'static str {
         match self {
@@ -135,6 +141,16 @@ pub struct NewColumn {
     pub default: Option<String>,
 }
 
+/// What a merge whose source lacks some columns records to re-run (see
+/// [`Operation::Merge`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartialMerge {
+    /// Field ids of the table columns the source has (the keys among them).
+    pub present: Vec<u32>,
+    /// The first `updated` fragments hold updated rows; the rest inserted ones.
+    pub updated: usize,
+}
+
 /// One fragment a compaction rewrites, as it read it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CompactInput {
@@ -171,9 +187,20 @@ pub enum Operation {
     /// Replaces the rows matching `predicate` with `fragments` (`overwrite --where`): a
     /// delete and an append in one transaction.
     ReplaceWhere { predicate: String, columns: Vec<u32>, deletions: Vec<FragmentDeletion>, fragments: Vec<NewFragment> },
-    /// Upsert: the live rows whose `keys` match a row of `fragments` are deleted
-    /// (`deletions`), and every row of `fragments` is added. `columns` are the key field ids.
-    Merge { keys: Vec<String>, columns: Vec<u32>, deletions: Vec<FragmentDeletion>, fragments: Vec<NewFragment> },
+    /// Upsert: the live rows whose `keys` match a source row are deleted (`deletions`)
+    /// and `fragments` added. When the source has every column, `fragments` are the
+    /// source rows and `columns` the key field ids. When it lacks some (`partial`),
+    /// matched rows keep their values of those: `fragments` are first each matched
+    /// row with the source's columns set, then the source rows inserted (their keys
+    /// matched no row), and `columns` are the key and source field ids.
+    Merge {
+        keys: Vec<String>,
+        columns: Vec<u32>,
+        deletions: Vec<FragmentDeletion>,
+        fragments: Vec<NewFragment>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        partial: Option<PartialMerge>,
+    },
     /// Rewrites the rows matching `predicate` (all rows without one): the old rows are
     /// deleted (`deletions`) and their new values written as `fragments`. `columns` are
     /// the field ids it reads or sets.
@@ -287,6 +314,21 @@ impl Manifest {
 }
 
 impl Operation {
+    /// Why committing this operation would change nothing, if it would not: a version
+    /// then holds no change, so none is made.
+    pub fn no_change(&self) -> Option<&'static str> {
+        match self {
+            Operation::Append { fragments } if fragments.is_empty() => Some("the input has no rows"),
+            Operation::Delete { deletions, .. } if deletions.is_empty() => Some("no row matches the predicate"),
+            Operation::Update { deletions, fragments, .. } if deletions.is_empty() && fragments.is_empty() => Some("no row matches the predicate"),
+            Operation::Merge { fragments, deletions, .. } if fragments.is_empty() && deletions.is_empty() => Some("the source has no rows"),
+            Operation::ReplaceWhere { deletions, fragments, .. } if deletions.is_empty() && fragments.is_empty() => {
+                Some("the input has no rows and no row matches the predicate")
+            }
+            _ => None,
+        }
+    }
+
     /// The data and deletion files (table-relative) this operation wrote.
     pub fn written_files(&self) -> Vec<&str> {
         match self {

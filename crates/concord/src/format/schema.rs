@@ -161,6 +161,15 @@ pub enum SchemaParseError {
     NameTooLong { bytes: usize, limit: usize },
 }
 
+/// A column name that picks out no column, or several.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ColumnNameError {
+    #[error("unknown column '{name}'; the table has: {known}")]
+    Unknown { name: String, known: String },
+    #[error("column name '{name}' matches {} columns that differ only in case ({}); write the one you mean in double quotes with its exact case, e.g. \"{}\"", candidates.len(), candidates.join(", "), candidates[0])]
+    Ambiguous { name: String, candidates: Vec<String> },
+}
+
 /// Most columns a table may have (wider tables are rejected at create and add-column).
 pub const MAX_COLUMNS: usize = 10_000;
 /// Longest column name, in bytes.
@@ -258,8 +267,32 @@ impl Schema {
         Ok(Schema { fields, next_field_id })
     }
 
+    /// The column of exactly this name.
     pub fn field(&self, name: &str) -> Option<&Field> {
         self.fields.iter().find(|f| f.name == name)
+    }
+
+    /// The column a user's `name` refers to, by the one rule every command follows: the
+    /// column of exactly that name, else the one column whose name matches ignoring
+    /// case. A name in double quotes (`"Id"`) matches exactly only.
+    pub fn resolve(&self, name: &str) -> Result<&Field, ColumnNameError> {
+        let unknown = || ColumnNameError::Unknown { name: name.to_string(), known: self.names().join(", ") };
+        if let Some(quoted) = name.strip_prefix('"').and_then(|n| n.strip_suffix('"')).filter(|_| name.len() >= 2) {
+            return self.field(quoted).ok_or_else(unknown);
+        }
+        if let Some(exact) = self.field(name) {
+            return Ok(exact);
+        }
+        let mut matching = self.fields.iter().filter(|f| f.name.eq_ignore_ascii_case(name) || f.name.to_lowercase() == name.to_lowercase());
+        match (matching.next(), matching.next()) {
+            (Some(one), None) => Ok(one),
+            (None, _) => Err(unknown()),
+            (Some(a), Some(b)) => {
+                let mut candidates = vec![a.name.clone(), b.name.clone()];
+                candidates.extend(matching.map(|f| f.name.clone()));
+                Err(ColumnNameError::Ambiguous { name: name.to_string(), candidates })
+            }
+        }
     }
 
     pub fn field_by_id(&self, id: u32) -> Option<&Field> {
@@ -329,6 +362,17 @@ mod tests {
         assert!(matches!(Schema::parse("id uuid128"), Err(SchemaParseError::UnknownType { .. })));
         assert!(matches!(Schema::parse("a int, a bigint"), Err(SchemaParseError::DuplicateColumn { .. })));
         assert!(matches!(Schema::parse("a int default 1"), Err(SchemaParseError::DefaultAtCreate { .. })));
+    }
+
+    #[test]
+    fn names_resolve_exactly_then_ignoring_case() {
+        let s = Schema::parse("UserId bigint, Id int, id int").unwrap();
+        assert_eq!(s.resolve("userid").unwrap().name, "UserId");
+        assert_eq!(s.resolve("Id").unwrap().name, "Id");
+        assert_eq!(s.resolve("\"id\"").unwrap().name, "id");
+        assert!(matches!(s.resolve("ID"), Err(ColumnNameError::Ambiguous { candidates, .. }) if candidates == ["Id", "id"]));
+        assert!(matches!(s.resolve("\"userid\""), Err(ColumnNameError::Unknown { .. })));
+        assert!(matches!(s.resolve("nope"), Err(ColumnNameError::Unknown { .. })));
     }
 
     #[test]

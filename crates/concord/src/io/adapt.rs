@@ -7,7 +7,7 @@
 
 
 use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
-use arrow::compute::cast;
+use arrow::compute::{cast_with_options, CastOptions};
 use arrow::datatypes::SchemaRef;
 use arrow::error::ArrowError;
 
@@ -32,7 +32,9 @@ pub(crate) fn to_table_columns(
             });
             match found {
                 Some(i) if batch.column(i).data_type() == out.data_type() => Ok(batch.column(i).clone()),
-                Some(i) => cast(batch.column(i), out.data_type()),
+                // Files are written in the table's types; a value that does not convert
+                // means the file is not what its manifest says (never a silent NULL).
+                Some(i) => cast_with_options(batch.column(i), out.data_type(), &CastOptions { safe: false, ..Default::default() }),
                 None => Ok(field.default_array(rows)),
             }
         })

@@ -1,9 +1,10 @@
 //! Reads input files (CSV, NDJSON, Parquet) and caller batches into the table's exact Arrow
 //! schema (`Schema::arrow_schema()`), ready to be written as they are.
 //!
-//! Everything is checked before anything is returned: column names (exact match), types,
-//! values and nullability. Errors name the file, the column, and what was expected and found;
-//! a file is accepted whole or not at all.
+//! Everything is checked before anything is returned: column names (by
+//! [`Schema::resolve`]: exact, else the one case-insensitive match), types, values (by
+//! [`super::cast`]: exactly or not at all) and nullability. Errors name the file, the
+//! column, and what was expected and found; a file is accepted whole or not at all.
 
 use std::collections::HashSet;
 use std::fs::File;
@@ -11,16 +12,16 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow::array::{new_null_array, Array, ArrayRef, AsArray, RecordBatch, RecordBatchOptions};
-use arrow::compute::{cast_with_options, CastOptions};
-use arrow::datatypes::{DataType, Field as ArrowField, Schema as ArrowSchema, SchemaRef, TimeUnit, TimestampMicrosecondType};
-use arrow::util::display::{ArrayFormatter, FormatOptions};
+use arrow::array::{Array, ArrayRef, RecordBatch, RecordBatchOptions, StringArray};
+use arrow::datatypes::{DataType, Schema as ArrowSchema, SchemaRef};
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
 use parquet::file::metadata::ParquetMetaDataReader;
 
+use super::cast::{self, sql_type_name, CastFailure};
+use super::csv_fields::{CsvField, CsvRecords};
 use super::guard;
 use crate::error::InputError;
-use crate::format::schema::{ColumnType, Field, Schema};
+use crate::format::schema::{ColumnNameError, ColumnType, Field, Schema};
 
 /// Rows per returned batch.
 const BATCH_SIZE: usize = 8192;
@@ -31,6 +32,24 @@ pub(crate) enum InputFormat {
     Csv,
     Json,
     Parquet,
+}
+
+/// Whether every required (not null, no default) column must be in the input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Required {
+    /// Appends and overwrites: every row is new.
+    Always,
+    /// Merges: only rows that are inserted need them, and which rows those are is
+    /// known later; absent columns are filled with their default or NULL, unchecked.
+    WhenInserted,
+}
+
+/// Rows read from one source, in the table's schema.
+#[derive(Debug, Clone)]
+pub(crate) struct Input {
+    pub batches: Vec<RecordBatch>,
+    /// Field ids of the table columns the source has (the others were filled in).
+    pub present: Vec<u32>,
 }
 
 /// By extension (case-insensitive): .csv -> Csv; .json/.jsonl/.ndjson -> Json;
@@ -46,24 +65,25 @@ pub(crate) fn detect_format(path: &Path) -> Result<InputFormat, InputError> {
 }
 
 /// Reads a whole local file and returns batches (in file order, no empty ones) whose schema
-/// is exactly `schema.arrow_schema()`. A file without data rows gives an empty Vec.
-pub(crate) fn read_file(path: &Path, schema: &Schema) -> Result<Vec<RecordBatch>, InputError> {
+/// is exactly `schema.arrow_schema()`. A file without data rows gives no batch.
+pub(crate) fn read_file(path: &Path, schema: &Schema, required: Required) -> Result<Input, InputError> {
     let file = path.display().to_string();
-    let ctx = Ctx::new(&file, schema);
+    let mut ctx = Ctx::new(&file, schema, required);
     let batches = match detect_format(path)? {
-        InputFormat::Csv => read_csv(path, &ctx)?,
-        InputFormat::Json => read_json(path, &ctx)?,
-        InputFormat::Parquet => read_parquet(path, &ctx)?,
+        InputFormat::Csv => read_csv(path, &mut ctx)?,
+        InputFormat::Json => read_json(path, &mut ctx)?,
+        InputFormat::Parquet => read_parquet(path, &mut ctx)?,
     };
-    Ok(batches.into_iter().filter(|b| b.num_rows() > 0).collect())
+    Ok(Input { batches: batches.into_iter().filter(|b| b.num_rows() > 0).collect(), present: ctx.present() })
 }
 
 /// Applies the Parquet rules (names, lossless widenings, nullability) to a caller's batch.
 /// Strings are not parsed into other types here. `source` names the batch in errors.
-pub(crate) fn conform_batch(batch: &RecordBatch, schema: &Schema, source: &str) -> Result<RecordBatch, InputError> {
-    let ctx = Ctx::new(source, schema);
+pub(crate) fn conform_batch(batch: &RecordBatch, schema: &Schema, source: &str, required: Required) -> Result<Input, InputError> {
+    let mut ctx = Ctx::new(source, schema, required);
     ctx.check_widenings(&batch.schema())?;
-    ctx.conform(batch, 0, &|row| row as u64 + 1)
+    let batch = ctx.conform(batch, 0, &|row| row as u64 + 1)?;
+    Ok(Input { batches: vec![batch], present: ctx.present() })
 }
 
 /// The file being read and the table it must fit.
@@ -71,11 +91,21 @@ struct Ctx<'a> {
     file: &'a str,
     schema: &'a Schema,
     target: SchemaRef,
+    required: Required,
+    /// Input column `i` holds table column `names[i]` (set by `map_names`).
+    names: Vec<String>,
 }
 
 impl<'a> Ctx<'a> {
-    fn new(file: &'a str, schema: &'a Schema) -> Self {
-        Ctx { file, schema, target: schema.arrow_schema() }
+    fn new(file: &'a str, schema: &'a Schema, required: Required) -> Self {
+        let target = match required {
+            Required::Always => schema.arrow_schema(),
+            // Absent required columns are NULL until the rows needing them are known.
+            Required::WhenInserted => Arc::new(ArrowSchema::new(
+                schema.arrow_schema().fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>(),
+            )),
+        };
+        Ctx { file, schema, target, required, names: Vec::new() }
     }
 
     fn unparsable(&self, reason: impl std::fmt::Display) -> InputError {
@@ -95,35 +125,44 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// Every input column must be a table column (once); every not-null table column without
-    /// a default must be present.
-    fn check_names<'n>(&self, names: impl IntoIterator<Item = &'n str>) -> Result<(), InputError> {
+    /// Resolves the input's column names to table columns (once each), and checks that
+    /// every required column is present (see [`Required`]).
+    fn map_names<'n>(&mut self, names: impl IntoIterator<Item = &'n str>) -> Result<(), InputError> {
         let mut seen = HashSet::new();
+        let mut mapped = Vec::new();
         for name in names {
-            if self.schema.field(name).is_none() {
-                return Err(InputError::UnknownColumn {
-                    file: self.file.to_string(),
-                    column: name.to_string(),
-                    known: self.schema.names().join(", "),
-                });
+            let field = self.schema.resolve(name).map_err(|e| match e {
+                ColumnNameError::Unknown { known, .. } => InputError::UnknownColumn { file: self.file.to_string(), column: name.to_string(), known },
+                ColumnNameError::Ambiguous { candidates, .. } => {
+                    InputError::AmbiguousColumn { file: self.file.to_string(), column: name.to_string(), candidates }
+                }
+            })?;
+            if !seen.insert(field.id) {
+                return Err(self.unparsable(format!("column '{}' appears more than once", field.name)));
             }
-            if !seen.insert(name) {
-                return Err(self.unparsable(format!("column '{name}' appears more than once")));
+            mapped.push(field.name.clone());
+        }
+        self.names = mapped;
+        if self.required == Required::Always {
+            if let Some(f) = self.schema.fields.iter().find(|f| !f.nullable && f.default.is_none() && !seen.contains(&f.id)) {
+                return Err(InputError::MissingColumn { file: self.file.to_string(), column: f.name.clone() });
             }
         }
-        match self.schema.fields.iter().find(|f| !f.nullable && f.default.is_none() && !seen.contains(f.name.as_str())) {
-            Some(f) => Err(InputError::MissingColumn { file: self.file.to_string(), column: f.name.clone() }),
-            None => Ok(()),
-        }
+        Ok(())
+    }
+
+    /// Field ids of the table columns the input has, in table order.
+    fn present(&self) -> Vec<u32> {
+        self.schema.fields.iter().filter(|f| self.names.contains(&f.name)).map(|f| f.id).collect()
     }
 
     /// Names plus the lossless-widening type rules (Parquet and caller batches).
-    fn check_widenings(&self, input: &ArrowSchema) -> Result<(), InputError> {
-        self.check_names(input.fields().iter().map(|f| f.name().as_str()))?;
-        for f in input.fields() {
-            let ty = self.column(f.name()).column_type;
+    fn check_widenings(&mut self, input: &ArrowSchema) -> Result<(), InputError> {
+        self.map_names(input.fields().iter().map(|f| f.name().as_str()))?;
+        for (f, name) in input.fields().iter().zip(&self.names) {
+            let ty = self.column(name).column_type;
             if !widens_to(f.data_type(), ty) {
-                return Err(self.mismatch(f.name(), ty, f.data_type().to_string()));
+                return Err(self.mismatch(name, ty, sql_type_name(f.data_type())));
             }
         }
         Ok(())
@@ -134,19 +173,22 @@ impl<'a> Ctx<'a> {
         self.schema.field(name).expect("column names are checked first")
     }
 
-    /// Maps a type-checked input batch onto the table schema: casts each column, fills absent
-    /// columns with their default (NULL without one) and rejects nulls in not-null columns. `first_row` is the
-    /// 0-based index of the batch's first row in the file; `line_of` maps a row index to the
-    /// line number reported in `InvalidValue`.
+    /// Maps a type-checked input batch (columns in input order, see `map_names`) onto
+    /// the table schema: casts each column, fills absent columns with their default
+    /// (NULL without one) and rejects nulls in not-null columns. `first_row` is the
+    /// 0-based index of the batch's first row in the file; `line_of` maps a row index
+    /// to the line number reported in `InvalidValue`.
     fn conform(&self, batch: &RecordBatch, first_row: usize, line_of: &dyn Fn(usize) -> u64) -> Result<RecordBatch, InputError> {
         let rows = batch.num_rows();
         let mut columns = Vec::with_capacity(self.schema.fields.len());
         for field in &self.schema.fields {
-            let column = match batch.column_by_name(&field.name) {
+            let input = self.names.iter().position(|n| *n == field.name).map(|i| batch.column(i));
+            let column = match input {
                 Some(input) => self.cast_checked(input, field, first_row, line_of)?,
                 None => field.default_array(rows),
             };
-            if !field.nullable && column.null_count() > 0 {
+            let checked = input.is_some() || self.required == Required::Always;
+            if checked && !field.nullable && column.null_count() > 0 {
                 let row = (0..rows).find(|&i| column.is_null(i)).unwrap_or(0);
                 return Err(InputError::NullInNonNullable {
                     file: self.file.to_string(),
@@ -160,48 +202,20 @@ impl<'a> Ctx<'a> {
         RecordBatch::try_new_with_options(self.target.clone(), columns, &options).map_err(|e| self.unparsable(e))
     }
 
-    /// Casts one column to its table type (safe cast: failures become null). A value that was
-    /// present but became null is an `InvalidValue` naming its line and the value.
+    /// Casts one column to its table type, exactly (see [`super::cast`]): a value that
+    /// does not convert is an `InvalidValue` naming its line and the value.
     fn cast_checked(&self, input: &ArrayRef, field: &Field, first_row: usize, line_of: &dyn Fn(usize) -> u64) -> Result<ArrayRef, InputError> {
-        let to = field.column_type.arrow_type();
-        if input.data_type() == &to {
-            return Ok(input.clone());
-        }
-        if input.data_type() == &DataType::Null {
-            return Ok(new_null_array(&to, input.len()));
-        }
-        let options = CastOptions { safe: true, ..Default::default() };
-        let output = match field.column_type {
-            // Via a zone-less timestamp (values are UTC instants), then labelled UTC: avoids
-            // needing named-timezone support; naive strings/timestamps are taken as UTC.
-            ColumnType::Timestamp => cast_with_options(input, &DataType::Timestamp(TimeUnit::Microsecond, None), &options)
-                .map(|a| Arc::new(a.as_primitive::<TimestampMicrosecondType>().clone().with_timezone("UTC")) as ArrayRef),
-            _ => cast_with_options(input, &to, &options),
-        }
-        .map_err(|_| self.mismatch(&field.name, field.column_type, input.data_type().to_string()))?;
-        if output.null_count() == input.logical_null_count() {
-            return Ok(output);
-        }
-        let input_nulls = input.logical_nulls();
-        let bad = (0..input.len()).find(|&i| input_nulls.as_ref().is_none_or(|n| n.is_valid(i)) && output.is_null(i));
-        match bad {
-            Some(i) => Err(InputError::InvalidValue {
+        cast::to_column(input, field.column_type).map_err(|e| match e {
+            CastFailure::Type { found } => self.mismatch(&field.name, field.column_type, found),
+            CastFailure::Value { row, value } => InputError::InvalidValue {
                 file: self.file.to_string(),
-                line: line_of(first_row + i),
+                line: line_of(first_row + row),
                 column: field.name.clone(),
-                value: display_value(input, i),
+                value,
                 expected: field.column_type.sql_name().to_string(),
-            }),
-            None => Ok(output),
-        }
+            },
+        })
     }
-}
-
-/// One value of an array as text, for error messages.
-fn display_value(array: &ArrayRef, row: usize) -> String {
-    ArrayFormatter::try_new(array.as_ref(), &FormatOptions::default())
-        .map(|f| f.value(row).to_string())
-        .unwrap_or_default()
 }
 
 /// Lossless conversions accepted from typed inputs (Parquet, caller batches).
@@ -227,47 +241,63 @@ fn widens_to(from: &DataType, to: ColumnType) -> bool {
     }
 }
 
-/// CSV with a header row: every column is read as text (empty = null), then parsed into the
-/// table type. Line numbers count the header as line 1.
-fn read_csv(path: &Path, ctx: &Ctx<'_>) -> Result<Vec<RecordBatch>, InputError> {
-    let (header, _) = arrow::csv::reader::Format::default()
-        .with_header(true)
-        .infer_schema(ctx.open(path)?, Some(0))
-        .map_err(|e| ctx.unparsable(e))?;
-    if header.fields().is_empty() {
+/// CSV with a header row (names trimmed): every field is read as text, then parsed into
+/// the table type. An unquoted empty field is NULL, a quoted `""` the empty string.
+/// Line numbers count the header as line 1.
+fn read_csv(path: &Path, ctx: &mut Ctx<'_>) -> Result<Vec<RecordBatch>, InputError> {
+    let mut records = CsvRecords::new(BufReader::new(ctx.open(path)?));
+    let mut fields: Vec<CsvField> = Vec::new();
+    if records.next_record(&mut fields).map_err(|e| ctx.unparsable(e))?.is_none() {
         return Err(ctx.unparsable("no header row"));
     }
-    ctx.check_names(header.fields().iter().map(|f| f.name().as_str()))?;
-    let text_fields: Vec<ArrowField> = header.fields().iter().map(|f| ArrowField::new(f.name(), DataType::Utf8, true)).collect();
-    let reader = arrow::csv::ReaderBuilder::new(Arc::new(ArrowSchema::new(text_fields)))
-        .with_header(true)
-        .with_header_validation(false)
-        .with_batch_size(BATCH_SIZE)
-        .build(ctx.open(path)?)
-        .map_err(|e| ctx.unparsable(e))?;
+    let header: Vec<String> = fields.iter().map(|f| f.text.trim().to_string()).collect();
+    ctx.map_names(header.iter().map(String::as_str))?;
+    let text_schema = Arc::new(ArrowSchema::new(
+        header.iter().map(|h| arrow::datatypes::Field::new(h, DataType::Utf8, true)).collect::<Vec<_>>(),
+    ));
     let mut out = Vec::new();
-    let mut first_row = 0;
-    for batch in reader {
-        let batch = batch.map_err(|e| ctx.unparsable(e))?;
-        out.push(ctx.conform(&batch, first_row, &|row| row as u64 + 2)?);
-        first_row += batch.num_rows();
+    let mut first_row = 0usize;
+    let mut columns: Vec<Vec<Option<String>>> = vec![Vec::with_capacity(BATCH_SIZE); header.len()];
+    let mut lines: Vec<u64> = Vec::with_capacity(BATCH_SIZE);
+    loop {
+        let line = records.next_record(&mut fields).map_err(|e| ctx.unparsable(e))?;
+        if let Some(line) = line {
+            if fields.len() != header.len() {
+                return Err(ctx.unparsable(format!("line {line} has {} fields, the header has {}", fields.len(), header.len())));
+            }
+            for (column, field) in columns.iter_mut().zip(fields.drain(..)) {
+                column.push(if field.text.is_empty() && !field.quoted { None } else { Some(field.text) });
+            }
+            lines.push(line);
+        }
+        if lines.len() == BATCH_SIZE || (line.is_none() && !lines.is_empty()) {
+            let arrays: Vec<ArrayRef> = columns.iter_mut().map(|c| Arc::new(StringArray::from(std::mem::take(c))) as ArrayRef).collect();
+            let rows = lines.len();
+            let batch = RecordBatch::try_new_with_options(text_schema.clone(), arrays, &RecordBatchOptions::new().with_row_count(Some(rows)))
+                .map_err(|e| ctx.unparsable(e))?;
+            let batch_lines = std::mem::take(&mut lines);
+            out.push(ctx.conform(&batch, first_row, &|row| batch_lines[row - first_row])?);
+            first_row += rows;
+        }
+        if line.is_none() {
+            return Ok(out);
+        }
     }
-    Ok(out)
 }
 
 /// Newline-delimited JSON objects. Column types are inferred over the whole file and checked
 /// against the table; values are decoded in their JSON type, then cast to the table type.
-fn read_json(path: &Path, ctx: &Ctx<'_>) -> Result<Vec<RecordBatch>, InputError> {
+fn read_json(path: &Path, ctx: &mut Ctx<'_>) -> Result<Vec<RecordBatch>, InputError> {
     let mut reader = BufReader::new(ctx.open(path)?);
     let (inferred, records) =
         arrow::json::reader::infer_json_schema_from_seekable(&mut reader, None).map_err(|e| ctx.unparsable(e))?;
     let mut fields: Vec<_> = inferred.fields().iter().cloned().collect();
     fields.sort_by(|a, b| a.name().cmp(b.name()));
-    ctx.check_names(fields.iter().map(|f| f.name().as_str()))?;
-    for f in &fields {
-        let ty = ctx.column(f.name()).column_type;
+    ctx.map_names(fields.iter().map(|f| f.name().as_str()))?;
+    for (f, name) in fields.iter().zip(&ctx.names) {
+        let ty = ctx.column(name).column_type;
         if !json_fits(f.data_type(), ty) {
-            return Err(ctx.mismatch(f.name(), ty, json_type_name(f.data_type())));
+            return Err(ctx.mismatch(name, ty, json_type_name(f.data_type())));
         }
     }
     let line_of = |row: usize| json_record_line(path, row);
@@ -350,15 +380,15 @@ fn json_decode_error(path: &Path, ctx: &Ctx<'_>, decode_schema: &ArrowSchema, er
                 continue;
             }
             let Ok(serde_json::Value::Object(record)) = serde_json::from_str::<serde_json::Value>(&line) else { break };
-            for f in decode_schema.fields() {
+            for (f, name) in decode_schema.fields().iter().zip(&ctx.names) {
                 match record.get(f.name()) {
                     Some(v) if !fits(v, f.data_type()) => {
                         return InputError::InvalidValue {
                             file: ctx.file.to_string(),
                             line: i as u64 + 1,
-                            column: f.name().clone(),
+                            column: name.clone(),
                             value: v.to_string(),
-                            expected: ctx.column(f.name()).column_type.sql_name().to_string(),
+                            expected: ctx.column(name).column_type.sql_name().to_string(),
                         };
                     }
                     _ => {}
@@ -370,7 +400,7 @@ fn json_decode_error(path: &Path, ctx: &Ctx<'_>, decode_schema: &ArrowSchema, er
 }
 
 /// Parquet: typed columns, accepted when they widen losslessly to the table type.
-fn read_parquet(path: &Path, ctx: &Ctx<'_>) -> Result<Vec<RecordBatch>, InputError> {
+fn read_parquet(path: &Path, ctx: &mut Ctx<'_>) -> Result<Vec<RecordBatch>, InputError> {
     let file = ctx.open(path)?;
     let size = file.metadata().map_err(|e| ctx.unparsable(e))?.len();
     super::footer_check::check_file(&file, size).map_err(|e| ctx.unparsable(e))?;
@@ -400,7 +430,8 @@ fn read_parquet(path: &Path, ctx: &Ctx<'_>) -> Result<Vec<RecordBatch>, InputErr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow::array::{Int32Array, Int64Array, StringArray};
+    use arrow::array::{AsArray, Int32Array, Int64Array};
+    use arrow::datatypes::TimestampMicrosecondType;
     use arrow::datatypes::Int64Type;
     use parquet::arrow::ArrowWriter;
 
@@ -416,6 +447,10 @@ mod tests {
         writer.write(batch).unwrap();
         writer.close().unwrap();
         path
+    }
+
+    fn read(path: &Path, schema: &Schema) -> Result<Vec<RecordBatch>, InputError> {
+        read_file(path, schema, Required::Always).map(|input| input.batches)
     }
 
     fn schema() -> Schema {
@@ -434,7 +469,7 @@ mod tests {
     fn csv_happy_path_fills_missing_nullable_column() {
         let dir = tempfile::tempdir().unwrap();
         let path = write(&dir, "in.csv", "name,id,score\na,1,1.5\n,2,\n");
-        let batches = read_file(&path, &schema()).unwrap();
+        let batches = read(&path, &schema()).unwrap();
         assert_eq!(batches.len(), 1);
         let b = &batches[0];
         assert_eq!(b.schema(), schema().arrow_schema());
@@ -448,7 +483,7 @@ mod tests {
     fn csv_unknown_column() {
         let dir = tempfile::tempdir().unwrap();
         let path = write(&dir, "in.csv", "id,bogus\n1,x\n");
-        match read_file(&path, &schema()) {
+        match read(&path, &schema()) {
             Err(InputError::UnknownColumn { file, column, known }) => {
                 assert_eq!(file, path.display().to_string());
                 assert_eq!(column, "bogus");
@@ -462,7 +497,7 @@ mod tests {
     fn csv_bad_bigint_names_line_3() {
         let dir = tempfile::tempdir().unwrap();
         let path = write(&dir, "in.csv", "id,name\n1,a\nx2,b\n");
-        match read_file(&path, &schema()) {
+        match read(&path, &schema()) {
             Err(InputError::InvalidValue { line, column, value, expected, .. }) => {
                 assert_eq!((line, column.as_str(), value.as_str(), expected.as_str()), (3, "id", "x2", "bigint"));
             }
@@ -474,7 +509,7 @@ mod tests {
     fn csv_null_in_not_null_column() {
         let dir = tempfile::tempdir().unwrap();
         let path = write(&dir, "in.csv", "id,name\n1,a\n,b\n");
-        match read_file(&path, &schema()) {
+        match read(&path, &schema()) {
             Err(InputError::NullInNonNullable { column, row, .. }) => assert_eq!((column.as_str(), row), ("id", 2)),
             other => panic!("unexpected {other:?}"),
         }
@@ -484,14 +519,14 @@ mod tests {
     fn csv_missing_required_empty_and_ragged() {
         let dir = tempfile::tempdir().unwrap();
         let missing = write(&dir, "m.csv", "name\na\n");
-        assert!(matches!(read_file(&missing, &schema()), Err(InputError::MissingColumn { column, .. }) if column == "id"));
+        assert!(matches!(read(&missing, &schema()), Err(InputError::MissingColumn { column, .. }) if column == "id"));
         let empty = write(&dir, "e.csv", "");
-        assert!(matches!(read_file(&empty, &schema()), Err(InputError::Unparsable { reason, .. }) if reason == "no header row"));
+        assert!(matches!(read(&empty, &schema()), Err(InputError::Unparsable { reason, .. }) if reason == "no header row"));
         let ragged = write(&dir, "r.csv", "id,name\n1,a,extra\n");
-        assert!(matches!(read_file(&ragged, &schema()), Err(InputError::Unparsable { .. })));
+        assert!(matches!(read(&ragged, &schema()), Err(InputError::Unparsable { .. })));
         let header_only = write(&dir, "h.csv", "id,name\n");
-        assert!(read_file(&header_only, &schema()).unwrap().is_empty());
-        let io = read_file(&dir.path().join("nope.csv"), &schema());
+        assert!(read(&header_only, &schema()).unwrap().is_empty());
+        let io = read(&dir.path().join("nope.csv"), &schema());
         assert!(matches!(io, Err(InputError::Io { .. })));
     }
 
@@ -501,7 +536,7 @@ mod tests {
         let schema = Schema::parse("at timestamp, day date, ok boolean, raw binary").unwrap();
         let csv = "at,day,ok,raw\n2024-01-02T03:04:05Z,2024-01-02,true,ab\n2024-01-02 03:04:05,,false,\n";
         let path = write(&dir, "t.csv", csv);
-        let b = &read_file(&path, &schema).unwrap()[0];
+        let b = &read(&path, &schema).unwrap()[0];
         assert_eq!(b.schema(), schema.arrow_schema());
         let at = b.column(0).as_primitive::<TimestampMicrosecondType>();
         assert_eq!(at.values(), &[1_704_164_645_000_000, 1_704_164_645_000_000]);
@@ -509,7 +544,7 @@ mod tests {
         assert!(b.column(2).as_boolean().value(0) && !b.column(2).as_boolean().value(1));
         assert_eq!(b.column(3).as_binary::<i32>().value(0), b"ab");
         let bad = write(&dir, "bad.csv", "at\nyesterday\n");
-        assert!(matches!(read_file(&bad, &schema), Err(InputError::InvalidValue { line: 2, .. })));
+        assert!(matches!(read(&bad, &schema), Err(InputError::InvalidValue { line: 2, .. })));
     }
 
     #[test]
@@ -518,7 +553,7 @@ mod tests {
         let schema = Schema::parse("id bigint not null, n int, score double, name varchar, at timestamp, ok boolean").unwrap();
         let json = "{\"id\": 1, \"n\": 7, \"score\": 2, \"name\": \"a\", \"at\": \"2024-01-02T03:04:05Z\", \"ok\": true}\n\n{\"id\": 2, \"score\": 2.5, \"name\": null}\n";
         let path = write(&dir, "in.jsonl", json);
-        let batches = read_file(&path, &schema).unwrap();
+        let batches = read(&path, &schema).unwrap();
         assert_eq!(batches.len(), 1);
         let b = &batches[0];
         assert_eq!(b.schema(), schema.arrow_schema());
@@ -534,20 +569,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let schema = Schema::parse("id bigint, n int, name varchar").unwrap();
         let path = write(&dir, "s.json", "{\"id\": \"1\"}\n");
-        match read_file(&path, &schema) {
+        match read(&path, &schema) {
             Err(InputError::TypeMismatch { column, expected, found, .. }) => {
                 assert_eq!((column.as_str(), expected.as_str(), found.as_str()), ("id", "bigint", "string"))
             }
             other => panic!("unexpected {other:?}"),
         }
         let float = write(&dir, "f.json", "{\"id\": 1.5}\n");
-        assert!(matches!(read_file(&float, &schema), Err(InputError::TypeMismatch { found, .. }) if found == "double"));
+        assert!(matches!(read(&float, &schema), Err(InputError::TypeMismatch { found, .. }) if found == "double"));
         let overflow = write(&dir, "o.json", "{\"n\": 1}\n\n{\"n\": 3000000000}\n");
-        assert!(matches!(read_file(&overflow, &schema), Err(InputError::InvalidValue { line: 3, column, .. }) if column == "n"));
+        assert!(matches!(read(&overflow, &schema), Err(InputError::InvalidValue { line: 3, column, .. }) if column == "n"));
         let mixed = write(&dir, "x.json", "{\"name\": \"a\"}\n{\"name\": 5}\n");
-        assert!(matches!(read_file(&mixed, &schema), Err(InputError::InvalidValue { line: 2, value, .. }) if value == "5"));
+        assert!(matches!(read(&mixed, &schema), Err(InputError::InvalidValue { line: 2, value, .. }) if value == "5"));
         let unknown = write(&dir, "u.json", "{\"zzz\": 1}\n");
-        assert!(matches!(read_file(&unknown, &schema), Err(InputError::UnknownColumn { .. })));
+        assert!(matches!(read(&unknown, &schema), Err(InputError::UnknownColumn { .. })));
     }
 
     #[test]
@@ -555,7 +590,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let input = RecordBatch::try_from_iter([("id", Arc::new(Int32Array::from(vec![1, 2, 3])) as ArrayRef)]).unwrap();
         let path = write_parquet(&dir, "in.parquet", &input);
-        let batches = read_file(&path, &schema()).unwrap();
+        let batches = read(&path, &schema()).unwrap();
         assert_eq!(batches[0].schema(), schema().arrow_schema());
         assert_eq!(batches[0].column(0).as_primitive::<Int64Type>().values(), &[1, 2, 3]);
         assert_eq!(batches[0].column(1).null_count(), 3);
@@ -582,7 +617,7 @@ mod tests {
             let mut writer = ArrowWriter::try_new(File::create(&path).unwrap(), input.schema(), Some(props)).unwrap();
             writer.write(&input).unwrap();
             writer.close().unwrap();
-            let batches = read_file(&path, &schema()).unwrap_or_else(|e| panic!("{codec}: {e}"));
+            let batches = read(&path, &schema()).unwrap_or_else(|e| panic!("{codec}: {e}"));
             assert_eq!(batches.iter().map(RecordBatch::num_rows).sum::<usize>(), 1000, "{codec}");
         }
     }
@@ -596,9 +631,9 @@ mod tests {
         ])
         .unwrap();
         let path = write_parquet(&dir, "in.parquet", &input);
-        match read_file(&path, &schema()) {
+        match read(&path, &schema()) {
             Err(InputError::TypeMismatch { column, expected, found, .. }) => {
-                assert_eq!((column.as_str(), expected.as_str(), found.as_str()), ("score", "double", "Utf8"))
+                assert_eq!((column.as_str(), expected.as_str(), found.as_str()), ("score", "double", "varchar"))
             }
             other => panic!("unexpected {other:?}"),
         }
@@ -612,7 +647,7 @@ mod tests {
         let input = RecordBatch::try_from_iter([("a", Arc::new(nanos) as ArrayRef), ("b", Arc::new(secs) as ArrayRef)]).unwrap();
         let path = write_parquet(&dir, "ts.parquet", &input);
         let schema = Schema::parse("a timestamp, b timestamp").unwrap();
-        let b = &read_file(&path, &schema).unwrap()[0];
+        let b = &read(&path, &schema).unwrap()[0];
         assert_eq!(b.schema(), schema.arrow_schema());
         assert_eq!(b.column(0).as_primitive::<TimestampMicrosecondType>().value(0), 1_704_164_645_000_000);
         assert_eq!(b.column(1).as_primitive::<TimestampMicrosecondType>().value(0), 1_704_164_645_000_000);
@@ -625,17 +660,17 @@ mod tests {
         let path = write(&dir, "e.ndjson", "{}
 {}
 ");
-        assert_eq!(read_file(&path, &schema).unwrap()[0].num_rows(), 2);
+        assert_eq!(read(&path, &schema).unwrap()[0].num_rows(), 2);
         let empty = write(&dir, "z.json", "");
-        assert!(read_file(&empty, &schema).unwrap().is_empty());
+        assert!(read(&empty, &schema).unwrap().is_empty());
     }
 
     #[test]
     fn conform_batch_applies_widening_rules() {
         let input = RecordBatch::try_from_iter([("id", Arc::new(Int32Array::from(vec![5])) as ArrayRef)]).unwrap();
-        let out = conform_batch(&input, &schema(), "batch 0").unwrap();
+        let out = conform_batch(&input, &schema(), "batch 0", Required::Always).unwrap().batches.remove(0);
         assert_eq!(out.schema(), schema().arrow_schema());
         let text = RecordBatch::try_from_iter([("id", Arc::new(StringArray::from(vec!["5"])) as ArrayRef)]).unwrap();
-        assert!(matches!(conform_batch(&text, &schema(), "batch 0"), Err(InputError::TypeMismatch { file, .. }) if file == "batch 0"));
+        assert!(matches!(conform_batch(&text, &schema(), "batch 0", Required::Always), Err(InputError::TypeMismatch { file, .. }) if file == "batch 0"));
     }
 }

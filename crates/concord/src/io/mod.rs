@@ -1,6 +1,8 @@
 //! Data files: reading user input, writing Parquet fragments, scanning them.
 
 pub(crate) mod adapt;
+pub(crate) mod cast;
+pub(crate) mod csv_fields;
 pub(crate) mod deletion;
 mod file_reader;
 mod footer_check;

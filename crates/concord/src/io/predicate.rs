@@ -1,18 +1,27 @@
 //! SQL predicates, parsed and planned by DataFusion against the table schema.
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use arrow::array::{Array, BooleanArray, RecordBatch, RecordBatchOptions};
 use arrow::compute::prep_null_mask_filter;
 use arrow::datatypes::{DataType, SchemaRef};
 use arrow::error::ArrowError;
-use datafusion::common::{DFSchema, DataFusionError, SchemaError};
+use chrono::{DateTime, Utc};
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+use datafusion::common::{DFSchema, DataFusionError, ScalarValue, SchemaError};
+use datafusion::logical_expr::simplify::SimplifyContext;
+use datafusion::logical_expr::{Expr, ExprSchemable, Operator};
+use datafusion::optimizer::simplify_expressions::ExprSimplifier;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_optimizer::pruning::{PruningPredicate, PruningPredicateBuilder};
+use datafusion::execution::context::SessionState;
 use datafusion::prelude::SessionContext;
+use datafusion::sql::sqlparser::ast::{visit_expressions_mut, Expr as SqlExpr, Ident};
 
+use super::cast::sql_type_name;
 use crate::error::PredicateError;
-use crate::format::schema::{Field, Schema};
+use crate::format::schema::{ColumnNameError, Field, Schema};
 
 /// A compiled filter. `schema` holds only the referenced columns, in table order;
 /// batches handed to [`Predicate::evaluate`] must have exactly that schema.
@@ -23,6 +32,8 @@ pub(crate) struct Predicate {
     pub schema: SchemaRef,
     expr: Arc<dyn PhysicalExpr>,
     pub pruning: Option<Arc<PruningPredicate>>,
+    /// The value `now()` has in it.
+    pub now: DateTime<Utc>,
 }
 
 /// Longest expression text accepted (an `IN` list of 100,000 values fits).
@@ -64,12 +75,150 @@ fn check_size(sql: &str) -> Result<(), PredicateError> {
     Ok(())
 }
 
-pub(crate) fn compile(sql: &str, table: &Schema) -> Result<Predicate, PredicateError> {
+/// `sql` planned against `table`: parsed, its column names resolved by the one rule
+/// ([`Schema::resolve`]), its comparisons checked for types that compare, `now()`
+/// fixed at `now`, constants folded. Nothing here reads data, so every mistake in
+/// the text is found before a file is touched.
+fn plan(sql: &str, table: &Schema, now: DateTime<Utc>, state: &SessionState) -> Result<(Expr, DFSchema), PredicateError> {
     check_size(sql)?;
     let full = table.arrow_schema();
-    let ctx = SessionContext::new();
     let df_full = DFSchema::try_from(full.as_ref().clone()).map_err(|e| invalid(sql, e))?;
-    let expr = ctx.parse_sql_expr(sql, &df_full).map_err(|e| classify(sql, table, e))?;
+    let dialect = state.config().options().sql_parser.dialect;
+    let mut ast = state.sql_to_expr_with_alias(sql, &dialect).map_err(|e| classify(sql, table, e))?;
+    resolve_identifiers(sql, table, &mut ast.expr)?;
+    let expr = state.create_logical_expr_from_sql_expr(ast, &df_full).map_err(|e| classify(sql, table, e))?;
+    check_comparisons(sql, &expr, &df_full)?;
+    let context = SimplifyContext::builder()
+        .with_schema(Arc::new(df_full.clone()))
+        .with_query_execution_start_time(Some(now))
+        .build();
+    let simplifier = ExprSimplifier::new(context);
+    let expr = simplifier.coerce(expr, &df_full).map_err(|e| classify(sql, table, e))?;
+    let expr = simplifier.simplify(expr).map_err(|e| classify(sql, table, e))?;
+    Ok((expr, df_full))
+}
+
+/// Rewrites every unquoted column name to the exact (quoted) name of the column it
+/// resolves to, so DataFusion's lower-casing of unquoted names never picks another.
+fn resolve_identifiers(sql: &str, table: &Schema, expr: &mut SqlExpr) -> Result<(), PredicateError> {
+    let outcome = visit_expressions_mut(expr, |e| {
+        if let SqlExpr::Identifier(ident) = e {
+            let name = match ident.quote_style {
+                Some('"') => format!("\"{}\"", ident.value),
+                Some(_) => return ControlFlow::Continue(()),
+                None => ident.value.clone(),
+            };
+            match table.resolve(&name) {
+                Ok(field) => *ident = Ident::with_quote('"', field.name.clone()),
+                Err(ColumnNameError::Unknown { .. }) => return ControlFlow::Break(unknown_column(sql, table, &ident.value)),
+                Err(ColumnNameError::Ambiguous { candidates, .. }) => {
+                    return ControlFlow::Break(PredicateError::AmbiguousColumn { sql: sql.to_string(), column: ident.value.clone(), candidates })
+                }
+            }
+        }
+        ControlFlow::Continue(())
+    });
+    match outcome {
+        ControlFlow::Break(e) => Err(e),
+        ControlFlow::Continue(()) => Ok(()),
+    }
+}
+
+/// What a value's type compares with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Text,
+    Number,
+    Boolean,
+    Temporal,
+    Binary,
+    /// NULL, or a type whose comparisons DataFusion judges itself.
+    Any,
+}
+
+fn kind(t: &DataType) -> Kind {
+    match t {
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => Kind::Text,
+        DataType::Boolean => Kind::Boolean,
+        DataType::Date32 | DataType::Date64 | DataType::Timestamp(..) => Kind::Temporal,
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView => Kind::Binary,
+        DataType::Dictionary(_, v) => kind(v),
+        t if t.is_numeric() => Kind::Number,
+        _ => Kind::Any,
+    }
+}
+
+/// Every comparison (`=`, `<`, ..., `IN`, `BETWEEN`) must compare values of one kind. A
+/// text literal compared with a column of another kind must be a valid value of it
+/// (`id = '5'`, `day = '2024-01-02'`); text and numbers never compare implicitly
+/// (DataFusion would cast each row's text, failing on the data, not on the mistake).
+fn check_comparisons(sql: &str, expr: &Expr, schema: &DFSchema) -> Result<(), PredicateError> {
+    let mut found = Ok(());
+    let _ = expr.apply(|e| {
+        let pairs: Vec<(&Expr, &Expr)> = match e {
+            Expr::BinaryExpr(b)
+                if matches!(
+                    b.op,
+                    Operator::Eq | Operator::NotEq | Operator::Lt | Operator::LtEq | Operator::Gt | Operator::GtEq | Operator::IsDistinctFrom | Operator::IsNotDistinctFrom
+                ) =>
+            {
+                vec![(b.left.as_ref(), b.right.as_ref())]
+            }
+            Expr::InList(l) => l.list.iter().map(|item| (l.expr.as_ref(), item)).collect(),
+            Expr::Between(b) => vec![(b.expr.as_ref(), b.low.as_ref()), (b.expr.as_ref(), b.high.as_ref())],
+            _ => Vec::new(),
+        };
+        for (a, b) in pairs {
+            if let Err(err) = check_pair(sql, a, b, schema).and_then(|()| check_pair(sql, b, a, schema)) {
+                found = Err(err);
+                return Ok(TreeNodeRecursion::Stop);
+            }
+        }
+        Ok::<_, DataFusionError>(TreeNodeRecursion::Continue)
+    });
+    found
+}
+
+/// One direction of a comparison: `a` against `b`.
+fn check_pair(sql: &str, a: &Expr, b: &Expr, schema: &DFSchema) -> Result<(), PredicateError> {
+    let (Ok(ta), Ok(tb)) = (a.get_type(schema), b.get_type(schema)) else { return Ok(()) };
+    let (ka, kb) = (kind(&ta), kind(&tb));
+    if ka == kb || ka == Kind::Any || kb == Kind::Any {
+        return Ok(());
+    }
+    if let (Expr::Literal(ScalarValue::Utf8(Some(text)) | ScalarValue::LargeUtf8(Some(text)) | ScalarValue::Utf8View(Some(text)), _), Kind::Number | Kind::Boolean | Kind::Temporal) = (b, ka) {
+        let target = match &ta {
+            DataType::Dictionary(_, v) => v.as_ref().clone(),
+            other => other.clone(),
+        };
+        return match ScalarValue::Utf8(Some(text.clone())).cast_to(&target) {
+            Ok(v) if !v.is_null() => Ok(()),
+            _ => Err(PredicateError::BadLiteral { sql: sql.to_string(), value: text.clone(), column: describe(a), column_type: sql_type_name(&ta) }),
+        };
+    }
+    if matches!(a, Expr::Literal(..)) && matches!(b, Expr::Literal(..)) {
+        return Ok(());
+    }
+    // Text literals against other kinds are judged from the other side, above.
+    if matches!(a, Expr::Literal(ScalarValue::Utf8(_) | ScalarValue::LargeUtf8(_) | ScalarValue::Utf8View(_), _)) {
+        return Ok(());
+    }
+    Err(PredicateError::Incomparable { sql: sql.to_string(), left: describe(a), left_type: sql_type_name(&ta), right: describe(b), right_type: sql_type_name(&tb) })
+}
+
+/// An expression as named in messages: `column 'x'`, or its SQL text.
+fn describe(e: &Expr) -> String {
+    match e {
+        Expr::Column(c) => format!("column '{}'", c.name),
+        Expr::Literal(v, _) => v.to_string(),
+        other => other.to_string(),
+    }
+}
+
+pub(crate) fn compile(sql: &str, table: &Schema, now: DateTime<Utc>) -> Result<Predicate, PredicateError> {
+    let state = SessionContext::new().state();
+    let (expr, _) = plan(sql, table, now, &state)?;
+    let full = table.arrow_schema();
     let referenced = expr.column_refs();
     let fields: Vec<Field> = table.fields.iter().filter(|f| referenced.iter().any(|c| c.name == f.name)).cloned().collect();
     if let Some(unknown) = referenced.iter().find(|c| table.field(&c.name).is_none()) {
@@ -78,19 +227,21 @@ pub(crate) fn compile(sql: &str, table: &Schema) -> Result<Predicate, PredicateE
     let indices: Vec<usize> = fields.iter().map(|f| full.index_of(&f.name).expect("field exists")).collect();
     let schema: SchemaRef = Arc::new(full.project(&indices).map_err(|e| invalid(sql, e))?);
     let df_schema = DFSchema::try_from(schema.as_ref().clone()).map_err(|e| invalid(sql, e))?;
-    let physical = ctx.create_physical_expr(expr, &df_schema).map_err(|e| classify(sql, table, e))?;
+    let physical = state.create_physical_expr(expr, &df_schema).map_err(|e| classify(sql, table, e))?;
     let data_type = physical.data_type(&schema).map_err(|e| invalid(sql, e))?;
     if data_type != DataType::Boolean && data_type != DataType::Null {
-        return Err(PredicateError::NotBoolean { sql: sql.to_string(), found: data_type.to_string() });
+        return Err(PredicateError::NotBoolean { sql: sql.to_string(), found: sql_type_name(&data_type) });
     }
     // Pruning is an optimisation: a predicate it cannot handle simply prunes nothing.
     let pruning = PruningPredicateBuilder::new().with_file_schema(schema.clone()).build(physical.clone());
-    Ok(Predicate { sql: sql.to_string(), fields, schema, expr: physical, pruning })
+    Ok(Predicate { sql: sql.to_string(), fields, schema, expr: physical, pruning, now })
 }
 
 /// A test of rows on some table columns: a SQL predicate, or membership in a key set.
 /// Batches handed to [`RowTest::evaluate`] hold exactly `fields()` as `schema()`.
 pub(crate) trait RowTest: Send + Sync {
+    /// What the test is, for messages (a predicate's SQL).
+    fn describe(&self) -> String;
     fn fields(&self) -> &[Field];
     fn schema(&self) -> &SchemaRef;
     /// Row-group statistics pruning, where the test supports it.
@@ -109,6 +260,9 @@ pub(crate) trait RowTest: Send + Sync {
 }
 
 impl RowTest for Predicate {
+    fn describe(&self) -> String {
+        self.sql.clone()
+    }
     fn fields(&self) -> &[Field] {
         &self.fields
     }
@@ -126,15 +280,42 @@ impl RowTest for Predicate {
 /// A SQL value expression (e.g. a SET clause's right side) planned against the whole
 /// table schema: evaluate it on batches with every table column, in table order.
 /// Returns the expression and the field ids it reads.
-pub(crate) fn compile_value(sql: &str, table: &Schema) -> Result<(Arc<dyn PhysicalExpr>, Vec<u32>), PredicateError> {
-    check_size(sql)?;
-    let full = table.arrow_schema();
-    let ctx = SessionContext::new();
-    let df_full = DFSchema::try_from(full.as_ref().clone()).map_err(|e| invalid(sql, e))?;
-    let expr = ctx.parse_sql_expr(sql, &df_full).map_err(|e| classify(sql, table, e))?;
+pub(crate) fn compile_value(sql: &str, table: &Schema, now: DateTime<Utc>) -> Result<(Arc<dyn PhysicalExpr>, Vec<u32>), PredicateError> {
+    let state = SessionContext::new().state();
+    let (expr, df_full) = plan(sql, table, now, &state)?;
     let read = expr.column_refs().iter().filter_map(|c| table.field(&c.name).map(|f| f.id)).collect();
-    let physical = ctx.create_physical_expr(expr, &df_full).map_err(|e| classify(sql, table, e))?;
+    let physical = state.create_physical_expr(expr, &df_full).map_err(|e| classify(sql, table, e))?;
     Ok((physical, read))
+}
+
+/// The first row of `batches` (table schema) for which `predicate` is not true, as
+/// (1-based row number, its values of the predicate's columns).
+pub(crate) fn first_row_outside(predicate: &Predicate, table: &Schema, batches: &[RecordBatch]) -> Result<Option<(u64, String)>, PredicateError> {
+    let full = table.arrow_schema();
+    let indices: Vec<usize> = predicate.fields.iter().map(|f| full.index_of(&f.name).expect("predicate fields are table fields")).collect();
+    let mut first_row = 0u64;
+    for batch in batches {
+        let projected = batch.project(&indices).map_err(|e| invalid(&predicate.sql, e))?;
+        let projected = RecordBatch::try_new_with_options(
+            predicate.schema.clone(),
+            projected.columns().to_vec(),
+            &RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
+        )
+        .map_err(|e| invalid(&predicate.sql, e))?;
+        let hits = predicate.evaluate(&projected).map_err(|e| PredicateError::Failed { sql: predicate.sql.clone(), reason: e.to_string() })?;
+        if let Some(i) = (0..hits.len()).find(|&i| !hits.value(i)) {
+            let values: Vec<String> = predicate
+                .fields
+                .iter()
+                .zip(projected.columns())
+                .map(|(f, c)| if c.is_null(i) { format!("{} = NULL", f.name) } else { format!("{} = {}", f.name, super::cast::display_value(c.as_ref(), i)) })
+                .collect();
+            let shown = if values.is_empty() { "every column at its default".to_string() } else { values.join(", ") };
+            return Ok(Some((first_row + i as u64 + 1, shown)));
+        }
+        first_row += batch.num_rows() as u64;
+    }
+    Ok(None)
 }
 
 impl Predicate {
@@ -178,13 +359,17 @@ mod tests {
     use super::*;
     use arrow::array::{Int64Array, StringArray};
 
+    fn compile_now(sql: &str, table: &Schema) -> Result<Predicate, PredicateError> {
+        compile(sql, table, Utc::now())
+    }
+
     fn table() -> Schema {
         Schema::parse("id bigint not null, name varchar, score double").unwrap()
     }
 
     #[test]
     fn compiles_and_evaluates_on_referenced_columns_only() {
-        let p = compile("id > 1 AND name <> 'b'", &table()).unwrap();
+        let p = compile_now("id > 1 AND name <> 'b'", &table()).unwrap();
         assert_eq!(p.fields.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(), vec!["id", "name"]);
         let batch = RecordBatch::try_new(
             p.schema.clone(),
@@ -197,10 +382,10 @@ mod tests {
 
     #[test]
     fn classifies_errors() {
-        assert!(matches!(compile("nope = 1", &table()), Err(PredicateError::UnknownColumn { column, .. }) if column == "nope"));
-        assert!(matches!(compile("id >", &table()), Err(PredicateError::Parse { .. })));
-        assert!(matches!(compile("id + 1", &table()), Err(PredicateError::NotBoolean { .. })));
-        assert!(compile("1 = 1", &table()).unwrap().constant_value().unwrap());
+        assert!(matches!(compile_now("nope = 1", &table()), Err(PredicateError::UnknownColumn { column, .. }) if column == "nope"));
+        assert!(matches!(compile_now("id >", &table()), Err(PredicateError::Parse { .. })));
+        assert!(matches!(compile_now("id + 1", &table()), Err(PredicateError::NotBoolean { .. })));
+        assert!(compile_now("1 = 1", &table()).unwrap().constant_value().unwrap());
     }
 
     #[test]
@@ -226,7 +411,7 @@ mod tests {
         }
         let long = "x".repeat(MAX_EXPRESSION_BYTES + 1);
         assert!(matches!(check_size(&long), Err(PredicateError::TooLong { .. })));
-        let message = compile(&many(2_000, "id = 1", " OR "), &table()).unwrap_err().to_string();
+        let message = compile_now(&many(2_000, "id = 1", " OR "), &table()).unwrap_err().to_string();
         assert!(message.len() < 400 && message.contains("(19996 bytes)"), "{message}");
     }
 }

@@ -27,7 +27,7 @@ use super::deletion;
 use super::file_reader::DataFileReader;
 use super::guard::Guarded;
 use super::predicate::{Predicate, RowTest};
-use crate::error::{CorruptObject, ScanError};
+use crate::error::{CorruptObject, PredicateError, ScanError};
 use crate::format::manifest::Fragment;
 use crate::format::schema::Field;
 use crate::storage::TableStore;
@@ -137,17 +137,20 @@ async fn open_fragment(
     let file = open_file(store, fragment).await?;
     let mut keep: Vec<usize> = (0..file.row_groups.len()).collect();
     let mut builder_filter = None;
+    // The predicate failing on a value (e.g. an explicit CAST the text does not fit) is
+    // the expression's failure, not the file's: the reader only passes on its text.
+    let failure: Arc<std::sync::Mutex<Option<String>>> = Arc::default();
     if let Some(predicate) = &plan.predicate {
         let (kept, columns) = file.plan_filter(predicate)?;
         keep = kept;
         if !columns.is_empty() {
             let mask = ProjectionMask::roots(file.builder.parquet_schema(), columns);
             let plan_for_filter = plan.clone();
-            let (fs, ff) = (file.file_schema.clone(), file.file_fields.clone());
+            let (fs, ff, slot) = (file.file_schema.clone(), file.file_fields.clone(), failure.clone());
             builder_filter = Some(ArrowPredicateFn::new(mask, move |batch: RecordBatch| {
                 let predicate = plan_for_filter.predicate.as_ref().expect("filter has a predicate");
                 let adapted = to_table_columns(&batch, &fs, &ff, &predicate.fields, &predicate.schema)?;
-                predicate.evaluate(&adapted)
+                predicate.evaluate(&adapted).inspect_err(|e| *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string()))
             }));
         }
     }
@@ -173,9 +176,13 @@ async fn open_fragment(
     }
     let stream = Guarded::new(builder.build().map_err(|e| corrupt(&e))?);
     let (output, fields) = (plan.output.clone(), plan.fields.clone());
+    let sql = plan.predicate.as_ref().map(|p| p.sql.clone()).unwrap_or_default();
     Ok(stream
         .map(move |batch| {
-            let batch = batch.map_err(|e| corrupt(&e))?;
+            let batch = batch.map_err(|e| match failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                Some(reason) => ScanError::Predicate(PredicateError::Failed { sql: sql.clone(), reason }),
+                None => corrupt(&e),
+            })?;
             to_table_columns(&batch, &file_schema, &file_fields, &fields, &output).map_err(|e| corrupt(&e))
         })
         .boxed())
@@ -209,7 +216,7 @@ pub(crate) async fn fragment_matches(store: &TableStore, fragment: &Fragment, te
             let batch = batch.map_err(|e| corrupt(&e))?;
             let adapted = to_table_columns(&batch, &file_schema, &file_fields, test.fields(), test.schema())
                 .map_err(|e| corrupt(&e))?;
-            let hits = test.evaluate(&adapted).map_err(|e| corrupt(&e))?;
+            let hits = test.evaluate(&adapted).map_err(|e| ScanError::Predicate(PredicateError::Failed { sql: test.describe(), reason: e.to_string() }))?;
             for i in 0..hits.len() {
                 if hits.value(i) {
                     let p = position + i as u64;

@@ -49,6 +49,11 @@ pub trait CommitCoordinator: Send + Sync + Debug {
     /// Every existing version, ascending. Costs O(versions); for history and cleanup.
     async fn list_versions(&self) -> Result<Vec<u64>, StorageError>;
 
+    /// Removes `version` (vacuum; never the latest): afterwards reading it finds
+    /// nothing, and nothing left behind makes a reader try to finish it. Removing a
+    /// version that is already gone succeeds.
+    async fn remove_version(&self, version: u64) -> Result<(), StorageError>;
+
     /// Called after `version` was committed by this process. Best effort.
     async fn after_commit(&self, _version: u64) {}
 

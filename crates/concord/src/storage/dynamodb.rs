@@ -421,6 +421,21 @@ impl CommitCoordinator for DynamoDbCoordinator {
         self.objects.list_versions().await
     }
 
+    /// The row first, then the version object: a reader in between still finds the
+    /// object; one after finds neither (never a row naming a staging manifest that
+    /// is gone, which it would try to finish).
+    async fn remove_version(&self, version: u64) -> Result<(), StorageError> {
+        self.count();
+        self.client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(self.key(version)))
+            .send()
+            .await
+            .map_err(|e| dynamo_error("removing the commit row of", &self.table, version, e))?;
+        self.objects.remove_version(version).await
+    }
+
     fn describe_version(&self, version: u64) -> String {
         self.objects.describe_version(version)
     }

@@ -15,5 +15,6 @@ pub(crate) use table_store::{get_metadata, TableStore};
 pub use table_store::{OversizedObject, MAX_METADATA_BYTES};
 pub use local::SyncedLocalStore;
 pub use dynamodb::{create_coordinator_table, DynamoDbCoordinator, ProtocolStep};
-pub use probe::{probe_store, ProbeReport, PROBE_RACERS};
+pub(crate) use probe::{is_stale_probe_object, PROBE_DIR};
+pub use probe::{probe_store, ProbeReport, PROBE_RACERS, PROBE_STALE_AFTER};
 pub use uri::{latest_lookup, StoreKind, StoreResolver, TableLocation};

@@ -181,6 +181,14 @@ impl CommitCoordinator for ObjectStoreCoordinator {
         Ok(versions)
     }
 
+    async fn remove_version(&self, version: u64) -> Result<(), StorageError> {
+        let path = naming::version_path(&self.root, version);
+        match self.store.delete(&path).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(self.storage_error("removing", &path, e)),
+        }
+    }
+
     async fn after_commit(&self, version: u64) {
         if self.lookup == LatestLookup::HintThenProbe {
             let body = serde_json::to_vec(&Hint { version }).unwrap_or_default();

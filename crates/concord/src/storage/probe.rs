@@ -1,19 +1,43 @@
 //! `concord doctor`: is a store safe for concurrent commits?
 //!
-//! Probes, under `<table>/_doctor/<uuid>/` (removed afterwards): concurrent conditional
+//! Probes, under `<table>/_doctor/<start millis>-<uuid>/`: concurrent conditional
 //! creates of one object (exactly one must win), a conditional create of an existing
 //! object (must be refused), listing order, and the conditional-create round trip.
 //! A store that accepts every create (it ignores `If-None-Match`) loses commits.
+//!
+//! Cleanup: every probe object is removed afterwards (and, on local disk, the folders
+//! the probe made, the table folder too if the probe created it). A run killed between
+//! steps leaves objects whose folder names their start time: the next probe, and
+//! vacuum, remove those older than [`PROBE_STALE_AFTER`].
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use chrono::{DateTime, Utc};
 use futures::future::join_all;
 use futures::TryStreamExt;
 use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
-use super::uri::TableLocation;
+use super::uri::{StoreKind, TableLocation};
+use crate::env::Env;
 use crate::error::StorageError;
+
+/// Where probes write, under the table folder.
+pub(crate) const PROBE_DIR: &str = "_doctor";
+
+/// A probe object this old belongs to no running probe (a probe takes seconds).
+pub const PROBE_STALE_AFTER: Duration = Duration::from_secs(600);
+
+/// Whether `meta`, an object under [`PROBE_DIR`], was left by a probe that ended: its
+/// run folder names a start older than [`PROBE_STALE_AFTER`] (else its modification
+/// time is that old).
+pub(crate) fn is_stale_probe_object(root: &Path, meta: &ObjectMeta, now: DateTime<Utc>) -> bool {
+    let cutoff = now - chrono::TimeDelta::from_std(PROBE_STALE_AFTER).expect("ten minutes");
+    let dir = root.clone().join(PROBE_DIR);
+    let run = meta.location.prefix_match(&dir).and_then(|mut parts| parts.next()).map(|p| p.as_ref().to_string());
+    let started = run.as_deref().and_then(|r| r.split('-').next()).and_then(|ms| ms.parse::<i64>().ok()).and_then(DateTime::<Utc>::from_timestamp_millis);
+    started.unwrap_or(meta.last_modified) < cutoff
+}
 
 /// Concurrent creators raced in the probe.
 pub const PROBE_RACERS: usize = 8;
@@ -43,10 +67,16 @@ impl ProbeReport {
     }
 }
 
-/// Runs the probe on `location`'s store (see the module docs).
-pub async fn probe_store(location: &TableLocation) -> Result<ProbeReport, StorageError> {
+/// Runs the probe on `location`'s store (see the module docs); `env` gives the start
+/// time and the run's id.
+pub async fn probe_store(location: &TableLocation, env: &Env) -> Result<ProbeReport, StorageError> {
     let store = location.store.clone();
-    let dir = location.root.clone().join("_doctor").join(uuid::Uuid::new_v4().to_string());
+    let now = env.clock.now();
+    let local_root = (location.kind == StoreKind::Local).then(|| std::path::PathBuf::from(format!("/{}", location.root)));
+    // The folders the probe will create: the table folder and its missing parents.
+    let created: Vec<std::path::PathBuf> = local_root.iter().flat_map(|r| r.ancestors().take_while(|a| !a.exists()).map(|a| a.to_path_buf())).collect();
+    let probes = location.root.clone().join(PROBE_DIR);
+    let dir = probes.clone().join(format!("{:013}-{}", now.timestamp_millis().max(0), env.new_uuid()));
     let err = |action: &'static str, path: &Path, source: object_store::Error| StorageError { action, path: location.display(path), source };
     let create = |path: Path, body: String| {
         let store = store.clone();
@@ -99,11 +129,26 @@ pub async fn probe_store(location: &TableLocation) -> Result<ProbeReport, Storag
     sorted.sort();
     let listing_ordered = names == sorted;
 
-    // Cleanup: every probe object.
+    // Cleanup: every probe object, and what earlier probes that were killed left.
     let mut left_behind = 0;
     for path in &listed {
         if store.delete(path).await.is_err() {
             left_behind += 1;
+        }
+    }
+    let earlier: Vec<ObjectMeta> = store.list(Some(&probes)).try_collect().await.map_err(|e| err("listing", &probes, e))?;
+    for meta in earlier.iter().filter(|m| is_stale_probe_object(&location.root, m, now)) {
+        let _ = store.delete(&meta.location).await;
+    }
+    if let Some(root) = &local_root {
+        // Folders go only when empty: a concurrent probe's stay.
+        for run in earlier.iter().filter_map(|m| m.location.prefix_match(&probes).and_then(|mut p| p.next()).map(|p| p.as_ref().to_string())) {
+            let _ = std::fs::remove_dir(root.join(PROBE_DIR).join(run));
+        }
+        let _ = std::fs::remove_dir(std::path::PathBuf::from(format!("/{dir}")));
+        let _ = std::fs::remove_dir(root.join(PROBE_DIR));
+        for folder in &created {
+            let _ = std::fs::remove_dir(folder);
         }
     }
     Ok(ProbeReport {

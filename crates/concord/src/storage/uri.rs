@@ -156,7 +156,13 @@ impl StoreResolver {
         if uri.trim().is_empty() {
             return Err(invalid("empty"));
         }
-        match uri.split_once("://") {
+        let location = match uri.split_once("://") {
+            None if looks_like_a_scheme(uri) => {
+                let scheme = &uri[..uri.find(':').expect("has a colon")];
+                return Err(invalid(&format!(
+                    "'{scheme}:' looks like a URI scheme, but a URI needs '{scheme}://'; a local folder whose name has a colon is written ./{uri}"
+                )));
+            }
             None => local(uri, uri),
             Some(("file", _)) => {
                 let url = url::Url::parse(uri).map_err(|e| invalid(&e.to_string()))?;
@@ -173,7 +179,17 @@ impl StoreResolver {
             Some(("az" | "azure" | "abfs" | "abfss", _)) => self.object_store(uri, StoreKind::Azure),
             Some(("gs", _)) => self.object_store(uri, StoreKind::Gcs),
             Some((scheme, _)) => Err(UriError::UnsupportedScheme { uri: uri.to_string(), scheme: scheme.to_string() }),
+        }?;
+        if matches!(location.kind, StoreKind::Local | StoreKind::Memory) {
+            // Settings that only object stores use would be silently ignored here.
+            if let Some(spec) = &self.coordinator {
+                return Err(UriError::Coordinator { spec: spec.clone(), reason: format!("a DynamoDB coordinator commits s3:// tables only, and '{uri}' is not one") });
+            }
+            if let Some(o) = self.options.iter().find(|o| o.strict) {
+                return Err(UriError::OptionNotApplicable { key: o.key.clone(), uri: uri.to_string() });
+            }
         }
+        Ok(location)
     }
 
     fn object_store(&self, uri: &str, kind: StoreKind) -> Result<TableLocation, UriError> {
@@ -204,6 +220,18 @@ impl StoreResolver {
             }
         }
         Ok(out)
+    }
+}
+
+/// `word:rest` with no `//`: meant as a URI, not a path (a path with a colon in its
+/// first part must then start with `./` or `/`).
+fn looks_like_a_scheme(uri: &str) -> bool {
+    match uri.split_once(':') {
+        Some((scheme, _)) => {
+            let mut chars = scheme.chars();
+            chars.next().is_some_and(|c| c.is_ascii_alphabetic()) && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        }
+        None => false,
     }
 }
 

@@ -4,13 +4,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, RecordBatch, RecordBatchOptions};
-use arrow::compute::cast;
 use arrow::datatypes::{DataType, Schema as ArrowSchema};
+use chrono::{DateTime, Utc};
 
 use super::Table;
 use crate::error::{AlterError, PredicateError, WriteError};
 use crate::format::manifest::{IsolationLevel, NewColumn, Operation, PROPERTY_ISOLATION};
 use crate::format::schema::{ColumnSpec, Field, Schema, SchemaParseError, MAX_COLUMNS};
+use crate::io::cast::{self, CastFailure};
 use crate::io::predicate;
 use crate::io::writer::MAX_ROWS_PER_FILE;
 use crate::txn::{alter, compact, CommitInfo, CommitOptions, PreparedTransaction};
@@ -25,21 +26,21 @@ impl Table {
     /// Adds a column: `"name type [not null] [default <SQL expression>]"`. Existing rows
     /// read it as the default (NULL without one); no data file is rewritten.
     pub async fn add_column(&self, definition: &str, options: &CommitOptions) -> Result<CommitInfo, WriteError> {
-        self.run(options, self.prepare_add_column(definition)).await
+        self.run(options, "add_column", self.prepare_add_column(definition)).await
     }
 
     /// Removes a column. Its values stay in old data files, unread.
     pub async fn drop_column(&self, name: &str, options: &CommitOptions) -> Result<CommitInfo, WriteError> {
-        self.run(options, self.prepare_drop_column(name)).await
+        self.run(options, "drop_column", self.prepare_drop_column(name)).await
     }
 
     pub async fn rename_column(&self, from: &str, to: &str, options: &CommitOptions) -> Result<CommitInfo, WriteError> {
-        self.run(options, self.prepare_rename_column(from, to)).await
+        self.run(options, "rename_column", self.prepare_rename_column(from, to)).await
     }
 
     /// Sets (`set`) and removes (`unset`) table properties, e.g. `isolation=snapshot`.
     pub async fn set_properties(&self, set: &BTreeMap<String, String>, unset: &[String], options: &CommitOptions) -> Result<CommitInfo, WriteError> {
-        self.run(options, self.prepare_set_properties(set, unset)).await
+        self.run(options, "set_properties", self.prepare_set_properties(set, unset)).await
     }
 
     /// Rewrites small fragments (fewer live rows than `target_rows`) and fragments with
@@ -47,7 +48,7 @@ impl Table {
     /// writers; if nothing is left to do, commits nothing (`CommitInfo::abandoned`).
     /// `progress(done, total)` is called as groups of fragments are rewritten.
     pub async fn compact(&self, target_rows: u64, options: &CommitOptions, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<CommitInfo, WriteError> {
-        self.run(options, self.prepare_compact(target_rows, progress)).await
+        self.run(options, "compact", self.prepare_compact(target_rows, progress)).await
     }
 
     pub async fn prepare_add_column(&self, definition: &str) -> Result<PreparedTransaction, WriteError> {
@@ -63,15 +64,16 @@ impl Table {
         if count > MAX_COLUMNS {
             return Err(AlterError::Definition(SchemaParseError::TooManyColumns { count, limit: MAX_COLUMNS }).into());
         }
+        let now = base.env.clock.now();
         let default = match &spec.default_sql {
-            Some(sql) => evaluate_default(&spec, sql)?,
+            Some(sql) => evaluate_default(&spec, sql, now)?,
             None => None,
         };
         if !spec.nullable && default.is_none() {
             return Err(AlterError::RequiredWithoutDefault { name: spec.name }.into());
         }
         let column = NewColumn { name: spec.name, column_type: spec.column_type, nullable: spec.nullable, default };
-        Ok(base.transaction(Operation::AddColumn { column }))
+        Ok(base.transaction(Operation::AddColumn { column }, now))
     }
 
     pub async fn prepare_drop_column(&self, name: &str) -> Result<PreparedTransaction, WriteError> {
@@ -80,7 +82,7 @@ impl Table {
         if base.schema().fields.len() == 1 {
             return Err(AlterError::LastColumn { name: name.to_string() }.into());
         }
-        Ok(base.transaction(Operation::DropColumn { field_id: field.id, name: field.name.clone() }))
+        Ok(base.transaction(Operation::DropColumn { field_id: field.id, name: field.name.clone() }, base.env.clock.now()))
     }
 
     pub async fn prepare_rename_column(&self, from: &str, to: &str) -> Result<PreparedTransaction, WriteError> {
@@ -92,7 +94,7 @@ impl Table {
         if base.schema().field(to).is_some() {
             return Err(AlterError::ColumnExists { name: to.to_string() }.into());
         }
-        Ok(base.transaction(Operation::RenameColumn { field_id: field.id, from: field.name.clone(), to: to.to_string() }))
+        Ok(base.transaction(Operation::RenameColumn { field_id: field.id, from: field.name.clone(), to: to.to_string() }, base.env.clock.now()))
     }
 
     pub async fn prepare_set_properties(&self, set: &BTreeMap<String, String>, unset: &[String]) -> Result<PreparedTransaction, WriteError> {
@@ -110,7 +112,7 @@ impl Table {
             }
         }
         let set = set.iter().map(|(k, v)| (k.clone(), if k == PROPERTY_ISOLATION { v.trim().to_ascii_lowercase() } else { v.clone() })).collect();
-        Ok(base.transaction(Operation::SetProperties { set, unset: unset.to_vec() }))
+        Ok(base.transaction(Operation::SetProperties { set, unset: unset.to_vec() }, base.env.clock.now()))
     }
 
     /// Plans and rewrites the groups (see [`Table::compact`]); commits nothing.
@@ -126,22 +128,21 @@ impl Table {
             groups.push(compact::rewrite(&base.store, &base.env, base.schema(), fragments).await?);
         }
         progress(plan.len(), plan.len());
-        Ok(base.transaction(Operation::Compact { target_rows, groups }))
+        Ok(base.transaction(Operation::Compact { target_rows, groups }, base.env.clock.now()))
     }
 
     fn existing_column(&self, name: &str) -> Result<&Field, AlterError> {
-        self.schema()
-            .field(name)
-            .ok_or_else(|| AlterError::NoSuchColumn { name: name.to_string(), known: self.schema().names().join(", ") })
+        Ok(self.schema().resolve(name)?)
     }
 }
 
-/// Evaluates a default's SQL expression (which may not read columns) to its value as
-/// text castable to the column type; `None` for a NULL default.
-fn evaluate_default(spec: &ColumnSpec, sql: &str) -> Result<Option<String>, AlterError> {
+/// Evaluates a default's SQL expression (which may not read columns; `now()` is `now`)
+/// to its value as text castable to the column type; `None` for a NULL default. A value
+/// that does not fit the column is refused (the rule of every write: see `io::cast`).
+fn evaluate_default(spec: &ColumnSpec, sql: &str, now: DateTime<Utc>) -> Result<Option<String>, AlterError> {
     let bad = |reason: String| AlterError::BadDefault { name: spec.name.clone(), sql: sql.to_string(), reason };
     let no_columns = Schema { fields: Vec::new(), next_field_id: 0 };
-    let (expr, _) = predicate::compile_value(sql, &no_columns).map_err(|e| match e {
+    let (expr, _) = predicate::compile_value(sql, &no_columns, now).map_err(|e| match e {
         PredicateError::UnknownColumn { column, .. } => bad(format!("it reads column '{column}'; a default is a constant, e.g. 0, 'n/a' or now()")),
         other => bad(other.to_string()),
     })?;
@@ -151,11 +152,11 @@ fn evaluate_default(spec: &ColumnSpec, sql: &str) -> Result<Option<String>, Alte
     if value.is_null(0) {
         return Ok(None);
     }
-    let typed = cast(&value, &spec.column_type.arrow_type()).map_err(|e| bad(format!("not a {}: {e}", spec.column_type)))?;
-    if typed.is_null(0) {
-        return Err(bad(format!("not a {} value", spec.column_type)));
-    }
-    let text: ArrayRef = cast(&typed, &DataType::Utf8).map_err(|e| bad(e.to_string()))?;
+    let typed = cast::to_column(&value, spec.column_type).map_err(|e| match e {
+        CastFailure::Type { found } => bad(format!("it is a {found}, not a {}", spec.column_type)),
+        CastFailure::Value { value, .. } => bad(format!("'{value}' is not a valid {}", spec.column_type)),
+    })?;
+    let text: ArrayRef = arrow::compute::cast(&typed, &DataType::Utf8).map_err(|e| bad(e.to_string()))?;
     let text = text.as_any().downcast_ref::<arrow::array::StringArray>().map(|s| s.value(0).to_string()).ok_or_else(|| bad("no text form".into()))?;
     // The stored text must read back as the same value.
     let field = Field { id: 0, name: spec.name.clone(), column_type: spec.column_type, nullable: true, default: Some(text.clone()) };

@@ -148,17 +148,26 @@ impl Table {
     }
 
     async fn read_required(&self, version: u64) -> Result<Manifest, OpenError> {
-        self.store.read_manifest(version).await?.ok_or_else(|| {
-            let reason = "missing although versions around it exist (removed by cleanup during this read?)".to_string();
-            OpenError::Corrupt(crate::error::CorruptObject { path: self.store.location.coordinator.describe_version(version), reason })
-        })
+        // Versions around it exist: cleanup removed it during this read.
+        self.store.read_manifest(version).await?.ok_or(OpenError::Removed { version })
     }
 }
 
 async fn latest_manifest(store: &TableStore, known: Option<u64>) -> Result<Manifest, OpenError> {
     let coordinator = &store.location.coordinator;
-    let not_found = || OpenError::NotFound { uri: store.location.uri.clone() };
-    let latest = coordinator.latest_version(known).await?.ok_or_else(not_found)?;
+    let not_found = || not_a_table(store).unwrap_or_else(|| OpenError::NotFound { uri: store.location.uri.clone() });
+    let latest = match coordinator.latest_version(known).await {
+        Ok(latest) => latest.ok_or_else(not_found)?,
+        Err(e) => return Err(not_a_table(store).unwrap_or(OpenError::Storage(e))),
+    };
     // A version seen in a listing or probe can only disappear through cleanup.
     store.read_manifest(latest).await?.ok_or_else(not_found)
+}
+
+/// A local path that is a file: no table can be there (a table is a folder).
+fn not_a_table(store: &TableStore) -> Option<OpenError> {
+    let location = &store.location;
+    let path = std::path::PathBuf::from(format!("/{}", location.root));
+    (location.kind == crate::storage::StoreKind::Local && path.is_file())
+        .then(|| OpenError::NotATable { uri: location.uri.clone(), reason: "it is a file, and a table is a folder".into() })
 }

@@ -114,17 +114,13 @@ impl Table {
         let schema = self.schema();
         let fields: Vec<Field> = match &options.columns {
             None => schema.fields.clone(),
-            Some(names) => names
-                .iter()
-                .map(|n| {
-                    schema.field(n).cloned().ok_or_else(|| ScanError::UnknownColumn { column: n.clone(), known: schema.names().join(", ") })
-                })
-                .collect::<Result<_, _>>()?,
+            Some(names) => names.iter().map(|n| schema.resolve(n.trim()).cloned()).collect::<Result<_, _>>()?,
         };
         let full = schema.arrow_schema();
         let indices: Vec<usize> = fields.iter().map(|f| full.index_of(&f.name).expect("field exists")).collect();
         let output: SchemaRef = Arc::new(full.project(&indices).expect("indices are valid"));
-        let predicate = options.filter.as_deref().map(|sql| predicate::compile(sql, schema)).transpose()?;
+        let now = self.env.clock.now();
+        let predicate = options.filter.as_deref().map(|sql| predicate::compile(sql, schema, now)).transpose()?;
         let plan = Arc::new(ScanPlan { fields, output: output.clone(), predicate });
         let metrics = Arc::new(Mutex::new(ScanMetrics::default()));
         let fragments = self.fragments().await?;

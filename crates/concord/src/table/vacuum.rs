@@ -46,7 +46,10 @@ impl Table {
         if older_than < MIN_VACUUM_RETENTION && !allow_short {
             return Err(crate::error::AlterError::ShortRetention { given_s: older_than.as_secs(), minimum_s: MIN_VACUUM_RETENTION.as_secs() }.into());
         }
-        let cutoff: DateTime<Utc> = self.env.clock.now() - chrono::TimeDelta::from_std(older_than).unwrap_or(chrono::TimeDelta::MAX);
+        let now = self.env.clock.now();
+        // A retention longer than the calendar goes back keeps everything.
+        let cutoff: DateTime<Utc> =
+            chrono::TimeDelta::from_std(older_than).ok().and_then(|d| now.checked_sub_signed(d)).unwrap_or(DateTime::<Utc>::MIN_UTC);
         let latest = self.latest().await?;
         let coordinator = &self.store.location.coordinator;
         let versions = coordinator.list_versions().await?;
@@ -72,9 +75,9 @@ impl Table {
         let mut report = VacuumReport { oldest_retained, ..Default::default() };
         // Versions first (oldest first): nobody can start reading them while their
         // files go.
+        // Through the coordinator: it knows what else a version is (a DynamoDB row).
         for v in versions.iter().filter(|v| **v < oldest_retained) {
-            let path = naming::version_path(&self.store.location.root, *v);
-            self.remove_object(&path).await?;
+            coordinator.remove_version(*v).await?;
             report.versions_removed += 1;
         }
         // Staged transactions within the retention keep their files.
@@ -83,6 +86,14 @@ impl Table {
                 if let Ok(txn) = self.read_staged(&meta.location).await {
                     referenced.extend(txn.operation.written_files().into_iter().map(str::to_string));
                 }
+            }
+        }
+        // What doctor runs that were killed left (never referenced by anything).
+        for meta in self.list_objects(crate::storage::PROBE_DIR).await? {
+            if crate::storage::is_stale_probe_object(&self.store.location.root, &meta, now) {
+                self.remove_object(&meta.location).await?;
+                report.objects_removed += 1;
+                report.bytes_removed += meta.size;
             }
         }
         for dir in [naming::DATA_DIR, naming::SEGMENTS_DIR, naming::DELETIONS_DIR, naming::TRANSACTIONS_DIR, "_staging"] {

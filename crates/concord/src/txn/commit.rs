@@ -35,6 +35,7 @@ pub(crate) async fn commit(
 ) -> Result<CommitInfo, CommitError> {
     let coordinator = &store.location.coordinator;
     let started = env.clock.monotonic();
+    let now = txn.now_or(env.clock.now());
     let mut known = Some(txn.read_version);
     // The operation as it will be recorded: re-runs add to it.
     let mut operation = txn.operation.clone();
@@ -58,18 +59,13 @@ pub(crate) async fn commit(
             }
         }
         if let Some(scope) = judged.pending_rerun.take() {
-            rerun_into(store, env, &base, &mut operation, &scope, &mut scratch).await?;
+            rerun_into(store, env, &base, &mut operation, &scope, now, &mut scratch).await?;
             rerun_done = true;
         }
-        if let Operation::Compact { groups, .. } = &operation {
-            if groups.is_empty() {
-                let reason = if rerun_done {
-                    "newer versions changed or removed every fragment it was rewriting"
-                } else {
-                    "no fragment is smaller than the target or has deleted rows"
-                };
-                return Ok(abandoned(&base, txn, attempts, reason));
-            }
+        // Judged on the latest version, after re-runs: a delete that matched nothing
+        // when prepared may match rows a winner appended.
+        if let Some(reason) = nothing_to_change(&operation, rerun_done) {
+            return Ok(abandoned(base.version, txn, attempts, rerun_done, reason));
         }
         let version = latest + 1;
         let record = Record { operation: &operation, attempts, rebased_over: &judged.rebased_over, rerun: rerun_done };
@@ -146,8 +142,8 @@ impl Judged {
             if winner.transaction.id == txn.id {
                 return Ok(Some(commit_info(winner)));
             }
-            if opts.idempotency_key.is_some() && winner.transaction.idempotency_key == opts.idempotency_key {
-                return Ok(Some(CommitInfo { idempotent_replay: true, ..commit_info(winner) }));
+            if let Some(key) = opts.idempotency_key.as_deref().filter(|k| winner.transaction.idempotency_key.as_deref() == Some(*k)) {
+                return replay_of(winner, key, txn.operation.name()).map(Some);
             }
             let added = self.next_id..winner.next_fragment_id.max(self.next_id);
             self.next_id = added.end;
@@ -242,8 +238,8 @@ struct Scratch {
     /// A delete's predicate, compiled for this schema.
     compiled: Option<(crate::format::schema::Schema, crate::io::predicate::Predicate)>,
     delete_memo: delete::ApplyMemo,
-    /// A merge's source keys, read back from its data files once.
-    merge_keys: Option<crate::io::keys::KeySet>,
+    /// A merge's source, read back from its data files once per schema.
+    merge_source: Option<(crate::format::schema::Schema, merge::Source)>,
 }
 
 /// What the new version records about its transaction, besides the prepared parts.
@@ -316,13 +312,15 @@ fn widen(current: Option<RerunScope>, more: RerunScope) -> RerunScope {
     }
 }
 
-/// Re-executes the part of `operation` that `scope` covers against `base`.
+/// Re-executes the part of `operation` that `scope` covers against `base`, with
+/// `now()` at `now`.
 async fn rerun_into(
     store: &TableStore,
     env: &Env,
     base: &Manifest,
     operation: &mut Operation,
     scope: &RerunScope,
+    now: DateTime<Utc>,
     scratch: &mut Scratch,
 ) -> Result<(), CommitError> {
     if let Operation::Compact { groups, .. } = operation {
@@ -330,26 +328,18 @@ async fn rerun_into(
         store.delete_best_effort(replaced.iter().map(String::as_str)).await;
         return Ok(());
     }
-    if let Operation::Merge { keys, deletions, fragments, .. } = operation {
-        // The source rows stay as written; only which existing rows they replace changes.
-        if scratch.merge_keys.is_none() {
-            scratch.merge_keys = Some(merge::source_keys(store, &base.schema, keys, fragments).await?);
-        }
-        let key_set = scratch.merge_keys.as_ref().expect("just set");
-        let in_scope = delete::fragments_in_scope(store, base, scope).await?;
-        let found = delete::find(store, env, &in_scope, key_set).await.map_err(delete::scan_to_commit)?;
-        match scope {
-            RerunScope::Everything => {
-                *deletions = found;
-                scratch.delete_memo.clear();
-            }
-            RerunScope::Fragments(_) => deletions.extend(found),
+    if let Operation::Merge { keys, deletions, fragments, partial, .. } = operation {
+        let parts = merge::MergeParts { deletions, fragments, partial };
+        let keys = keys.clone();
+        merge::rerun(store, env, base, &keys, parts, scope, &mut scratch.merge_source).await?;
+        if matches!(scope, RerunScope::Everything) {
+            scratch.delete_memo.clear();
         }
         return Ok(());
     }
     if let Operation::Update { predicate, set, deletions, fragments, .. } = operation {
         let failed = |e: &dyn std::fmt::Display| CommitError::RerunFailed { version: base.version, reason: e.to_string() };
-        let update = update::compile(&base.schema, predicate.as_deref(), set).map_err(|e| failed(&e))?;
+        let update = update::compile(&base.schema, predicate.as_deref(), set, now).map_err(|e| failed(&e))?;
         let in_scope = delete::fragments_in_scope(store, base, scope).await?;
         let (more_deletions, more_fragments) = update::run(store, env, &update, &in_scope).await.map_err(|e| match e {
             crate::error::WriteError::Storage(s) => CommitError::Storage(s),
@@ -370,7 +360,7 @@ async fn rerun_into(
         return Ok(());
     }
     if let Operation::Delete { predicate, deletions, .. } | Operation::ReplaceWhere { predicate, deletions, .. } = operation {
-        let predicate = delete::compile_for(store, base, predicate, &mut scratch.compiled)?;
+        let predicate = delete::compile_for(base, predicate, now, &mut scratch.compiled)?;
         let found = delete::rerun(store, env, base, predicate, scope).await?;
         match scope {
             RerunScope::Everything => {
@@ -413,16 +403,40 @@ pub(crate) async fn create_table(store: &TableStore, manifest: &Manifest) -> Res
     Ok(created)
 }
 
+/// Why committing `operation` now would make a version that changes nothing (no rows
+/// to append, none matched, a compaction with nothing left to rewrite): then no
+/// version is made.
+fn nothing_to_change(operation: &Operation, rerun_done: bool) -> Option<&'static str> {
+    match operation {
+        Operation::Compact { groups, .. } if groups.is_empty() => Some(if rerun_done {
+            "newer versions changed or removed every fragment it was rewriting"
+        } else {
+            "no fragment is smaller than the target or has deleted rows"
+        }),
+        other => other.no_change(),
+    }
+}
+
+/// The outcome of a retry whose idempotency `key` version `manifest` carries: a
+/// replay, if it is the same operation; a different operation cannot be its retry.
+pub(crate) fn replay_of(manifest: &Manifest, key: &str, operation: &str) -> Result<CommitInfo, CommitError> {
+    let theirs = manifest.transaction.operation.name();
+    if theirs != operation {
+        return Err(CommitError::KeyOfAnotherOperation { key: key.to_string(), version: manifest.version, operation: theirs.to_string(), ours: operation.to_string() });
+    }
+    Ok(CommitInfo { idempotent_replay: true, ..commit_info(manifest) })
+}
+
 /// The outcome of a maintenance transaction that gave way: nothing committed, the table
 /// stays at `base`.
-fn abandoned(base: &Manifest, txn: &PreparedTransaction, attempts: u32, reason: &str) -> CommitInfo {
+fn abandoned(version: u64, txn: &PreparedTransaction, attempts: u32, rerun: bool, reason: &str) -> CommitInfo {
     CommitInfo {
-        version: base.version,
+        version,
         operation: txn.operation.name().to_string(),
         transaction_id: txn.id,
         attempts,
         rebased_over: Vec::new(),
-        rerun: true,
+        rerun,
         rows_written: 0,
         rows_deleted: 0,
         idempotent_replay: false,

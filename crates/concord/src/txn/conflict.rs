@@ -43,8 +43,13 @@ pub fn resolve(ours: &Operation, our_schema: &Schema, isolation: IsolationLevel,
         // its own: a winner dropping another column just drops it from the new rows too.
         Operation::Update { columns, deletions, .. } => rule_read_columns_still_exist(columns, our_schema, theirs)
             .unwrap_or_else(|| rule_rewrite_over(their_op, isolation, winner.added, &touched(deletions))),
-        Operation::Merge { columns, deletions, fragments, .. } => rule_read_columns_still_exist(columns, our_schema, theirs)
-            .or_else(|| incompatible_only(rule_written_columns_still_fit(written_fields(fragments), our_schema, theirs)))
+        // A partial merge's rows, like an update's, carry every column but own only the
+        // key and source columns (its `columns`); a full merge writes its source rows.
+        Operation::Merge { columns, deletions, fragments, partial, .. } => rule_read_columns_still_exist(columns, our_schema, theirs)
+            .or_else(|| match partial {
+                Some(_) => None,
+                None => incompatible_only(rule_written_columns_still_fit(written_fields(fragments), our_schema, theirs)),
+            })
             .unwrap_or_else(|| rule_rewrite_over(their_op, isolation, winner.added, &touched(deletions))),
         // The delete half decides re-runs; the rows it writes must still fit.
         Operation::ReplaceWhere { columns, deletions, fragments, .. } => rule_read_columns_still_exist(columns, our_schema, theirs)

@@ -11,7 +11,9 @@ use std::ops::Range;
 
 use super::apply::NextState;
 use crate::env::Env;
-use crate::error::{CommitError, CorruptObject, ScanError};
+use chrono::{DateTime, Utc};
+
+use crate::error::{CommitError, ScanError};
 use crate::format::manifest::{DeletionRef, Fragment, FragmentDeletion, Manifest, Segment, SegmentRef};
 use crate::io::predicate::{self, Predicate, RowTest};
 use crate::io::{deletion, scan};
@@ -45,19 +47,18 @@ pub(crate) async fn find(
     Ok(found)
 }
 
-/// `sql` compiled for `base`'s schema, reusing `cached` when the schema is the same
-/// (compiling costs far more than re-running on a few new fragments).
+/// `sql` compiled for `base`'s schema (with `now()` at `now`), reusing `cached` when
+/// the schema is the same (compiling costs far more than re-running on a few new
+/// fragments). A predicate the winners made unusable fails the re-run.
 pub(crate) fn compile_for<'a>(
-    store: &TableStore,
     base: &Manifest,
     sql: &str,
+    now: DateTime<Utc>,
     cached: &'a mut Option<(crate::format::schema::Schema, Predicate)>,
-) -> Result<&'a Predicate, CorruptObject> {
+) -> Result<&'a Predicate, CommitError> {
     if cached.as_ref().is_none_or(|(schema, _)| *schema != base.schema) {
-        let predicate = predicate::compile(sql, &base.schema).map_err(|e| CorruptObject {
-            path: store.location.coordinator.describe_version(base.version),
-            reason: format!("the delete's predicate no longer applies: {e}"),
-        })?;
+        let predicate = predicate::compile(sql, &base.schema, now)
+            .map_err(|e| CommitError::RerunFailed { version: base.version, reason: format!("the predicate no longer applies: {e}") })?;
         *cached = Some((base.schema.clone(), predicate));
     }
     Ok(&cached.as_ref().expect("just set").1)
@@ -73,7 +74,7 @@ pub(crate) async fn rerun(
     scope: &RerunScope,
 ) -> Result<Vec<FragmentDeletion>, CommitError> {
     let fragments = fragments_in_scope(store, base, scope).await?;
-    find(store, env, &fragments, predicate).await.map_err(scan_to_commit)
+    find(store, env, &fragments, predicate).await.map_err(scan_to_commit(base.version))
 }
 
 /// The fragments of `base` that a re-run over `scope` reads (only the segments that
@@ -175,10 +176,12 @@ pub(crate) async fn apply(
     Ok((next, newly_deleted))
 }
 
-pub(crate) fn scan_to_commit(e: ScanError) -> CommitError {
-    match e {
+/// A scan inside a commit's re-run: storage and corruption stay what they are; the
+/// predicate failing on the new rows fails the re-run (nothing is corrupt).
+pub(crate) fn scan_to_commit(version: u64) -> impl Fn(ScanError) -> CommitError {
+    move |e| match e {
         ScanError::Storage(s) => CommitError::Storage(s),
         ScanError::Corrupt(c) => CommitError::Corrupt(c),
-        other => CommitError::Corrupt(CorruptObject { path: "a data file".into(), reason: other.to_string() }),
+        other => CommitError::RerunFailed { version, reason: other.to_string() },
     }
 }

@@ -18,8 +18,10 @@ mod overwrite;
 mod restore;
 pub mod retry;
 
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use crate::error::WriteError;
 use crate::format::manifest::{IsolationLevel, Operation};
 use crate::format::schema::Schema;
 pub use retry::RetryPolicy;
@@ -37,6 +39,61 @@ pub struct PreparedTransaction {
     /// added by winners.
     pub read_next_fragment_id: u64,
     pub operation: Operation,
+    /// The value of `now()` in the transaction's SQL (UTC), fixed when it was prepared
+    /// so that a re-run computes the same values. `None` in transactions staged by
+    /// versions that had no `now()`: then the commit's time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub now: Option<DateTime<Utc>>,
+    /// Options given when the transaction was staged: they hold when it is committed.
+    #[serde(default, skip_serializing_if = "StagedOptions::is_empty")]
+    pub staged: StagedOptions,
+}
+
+/// The commit options a staged transaction carries (see [`CommitOptions`]). A commit
+/// may repeat them but not contradict them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct StagedOptions {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<IsolationLevel>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect_version: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+}
+
+impl StagedOptions {
+    pub fn is_empty(&self) -> bool {
+        *self == StagedOptions::default()
+    }
+
+    /// The parts of `options` a staged transaction keeps.
+    pub fn of(options: &CommitOptions) -> Self {
+        StagedOptions { isolation: options.isolation, expect_version: options.expect_version, idempotency_key: options.idempotency_key.clone() }
+    }
+
+    /// `given` with these options filled in; an option both set differently is refused.
+    pub fn apply_to(&self, given: &CommitOptions) -> Result<CommitOptions, WriteError> {
+        fn pick<T: Clone + PartialEq + std::fmt::Display>(option: &'static str, staged: &Option<T>, given: &Option<T>) -> Result<Option<T>, WriteError> {
+            match (staged, given) {
+                (Some(s), Some(g)) if s != g => Err(WriteError::ContradictsStaged { option, staged: s.to_string(), given: g.to_string() }),
+                (Some(s), _) => Ok(Some(s.clone())),
+                (None, g) => Ok(g.clone()),
+            }
+        }
+        Ok(CommitOptions {
+            isolation: pick("isolation", &self.isolation, &given.isolation)?,
+            expect_version: pick("expect_version", &self.expect_version, &given.expect_version)?,
+            idempotency_key: pick("idempotency_key", &self.idempotency_key, &given.idempotency_key)?,
+            retry: given.retry.clone(),
+        })
+    }
+}
+
+impl PreparedTransaction {
+    /// `now()` for this transaction's SQL.
+    pub(crate) fn now_or(&self, fallback: DateTime<Utc>) -> DateTime<Utc> {
+        self.now.unwrap_or(fallback)
+    }
 }
 
 /// How a write commits.

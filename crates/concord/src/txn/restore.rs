@@ -2,15 +2,12 @@
 //! old version's segments as they are (O(1) bytes written).
 
 use super::apply::NextState;
-use crate::error::{CommitError, CorruptObject};
+use crate::error::CommitError;
 use crate::format::manifest::Manifest;
 use crate::storage::TableStore;
 
 pub(crate) async fn apply(store: &TableStore, base: &Manifest, version: u64) -> Result<NextState, CommitError> {
-    let target = store.read_manifest(version).await?.ok_or_else(|| CorruptObject {
-        path: store.location.coordinator.describe_version(version),
-        reason: format!("version {version}, which this restore reads, has disappeared (was it cleaned up?)"),
-    })?;
+    let target = store.read_manifest(version).await?.ok_or(CommitError::HistoryRemoved { version })?;
     let mut schema = target.schema.clone();
     schema.next_field_id = schema.next_field_id.max(base.schema.next_field_id);
     Ok(NextState {

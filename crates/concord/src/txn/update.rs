@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, RecordBatch};
-use arrow::compute::cast;
+use chrono::{DateTime, Utc};
 use datafusion::physical_expr::PhysicalExpr;
 use roaring::RoaringBitmap;
 
@@ -15,10 +15,31 @@ use crate::env::Env;
 use crate::error::{InputError, PredicateError, ScanError, WriteError};
 use crate::format::manifest::{Assignment, Fragment, FragmentDeletion, NewFragment};
 use crate::format::schema::{Field, Schema};
+use crate::format::schema::ColumnNameError;
+use crate::io::cast::{self, CastFailure};
 use crate::io::predicate::{self, Predicate};
 use crate::io::scan::{self, ScanPlan};
 use crate::io::{deletion, writer};
 use crate::storage::TableStore;
+
+/// Why an update cannot be planned: a bad expression, or a SET column that names no
+/// column (or several).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum UpdatePlanError {
+    #[error(transparent)]
+    Predicate(#[from] PredicateError),
+    #[error(transparent)]
+    Column(#[from] ColumnNameError),
+}
+
+impl From<UpdatePlanError> for WriteError {
+    fn from(e: UpdatePlanError) -> Self {
+        match e {
+            UpdatePlanError::Predicate(p) => WriteError::Predicate(p),
+            UpdatePlanError::Column(c) => WriteError::Column(c),
+        }
+    }
+}
 
 /// An update planned against one schema.
 pub(crate) struct CompiledUpdate {
@@ -30,17 +51,18 @@ pub(crate) struct CompiledUpdate {
     pub columns: Vec<u32>,
 }
 
-pub(crate) fn compile(schema: &Schema, sql: Option<&str>, set: &[Assignment]) -> Result<CompiledUpdate, PredicateError> {
-    let predicate = sql.map(|s| predicate::compile(s, schema)).transpose()?;
+/// Plans `SET ... WHERE sql` against `schema`, with `now()` fixed at `now`.
+pub(crate) fn compile(schema: &Schema, sql: Option<&str>, set: &[Assignment], now: DateTime<Utc>) -> Result<CompiledUpdate, UpdatePlanError> {
+    let predicate = sql.map(|s| predicate::compile(s, schema, now)).transpose()?;
     let mut columns: Vec<u32> = predicate.iter().flat_map(|p| p.fields.iter().map(|f| f.id)).collect();
     let mut assignments = Vec::with_capacity(set.len());
     for a in set {
-        let index = schema.fields.iter().position(|f| f.name == a.column).ok_or_else(|| PredicateError::UnknownColumn {
-            sql: format!("{} = {}", a.column, a.expr),
-            column: a.column.clone(),
-            known: schema.names().join(", "),
-        })?;
-        let (expr, read) = predicate::compile_value(&a.expr, schema)?;
+        let field = schema.resolve(&a.column)?;
+        let index = schema.fields.iter().position(|f| f.id == field.id).expect("resolved");
+        if assignments.iter().any(|(i, _)| *i == index) {
+            return Err(PredicateError::Invalid { sql: format!("{} = {}", a.column, a.expr), reason: format!("column '{}' is set twice", field.name) }.into());
+        }
+        let (expr, read) = predicate::compile_value(&a.expr, schema, now)?;
         columns.push(schema.fields[index].id);
         columns.extend(read);
         assignments.push((index, expr));
@@ -94,7 +116,7 @@ pub(crate) async fn run(
 fn recompile(update: &CompiledUpdate) -> Result<Option<Predicate>, ScanError> {
     Ok(match &update.predicate {
         None => None,
-        Some(p) => Some(predicate::compile(&p.sql, &update.schema)?),
+        Some(p) => Some(predicate::compile(&p.sql, &update.schema, p.now)?),
     })
 }
 
@@ -104,14 +126,31 @@ enum SetFailure {
     Input(InputError),
 }
 
-/// New values of `batch` (all table columns, table order): SET columns replaced.
+/// New values of `batch` (all table columns, table order): SET columns replaced. A
+/// value that does not fit its column is refused (the rule of every write: see
+/// `io::cast`), never stored as NULL or rounded.
 fn apply_set(update: &CompiledUpdate, batch: &RecordBatch) -> Result<RecordBatch, SetFailure> {
     let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
     for (index, expr) in &update.assignments {
         let field = &update.schema.fields[*index];
-        let invalid = |reason: String| PredicateError::Invalid { sql: format!("{} = ...", field.name), reason };
-        let value = expr.evaluate(batch).and_then(|v| v.into_array(batch.num_rows())).map_err(|e| SetFailure::Predicate(invalid(e.to_string())))?;
-        let value = cast(&value, &field.column_type.arrow_type()).map_err(|e| SetFailure::Predicate(invalid(e.to_string())))?;
+        let failed = |reason: String| PredicateError::Failed { sql: format!("{} = ...", field.name), reason };
+        let value = expr.evaluate(batch).and_then(|v| v.into_array(batch.num_rows())).map_err(|e| SetFailure::Predicate(failed(e.to_string())))?;
+        let value = cast::to_column(&value, field.column_type).map_err(|e| {
+            SetFailure::Input(match e {
+                CastFailure::Type { found } => InputError::TypeMismatch {
+                    file: "the update".into(),
+                    column: field.name.clone(),
+                    expected: field.column_type.sql_name().into(),
+                    found,
+                },
+                CastFailure::Value { value, .. } => InputError::ValueDoesNotFit {
+                    source_name: "the update".into(),
+                    column: field.name.clone(),
+                    value,
+                    expected: field.column_type.sql_name().into(),
+                },
+            })
+        })?;
         if !field.nullable && value.null_count() > 0 {
             let row = (0..value.len()).find(|i| value.is_null(*i)).unwrap_or(0) as u64 + 1;
             return Err(SetFailure::Input(InputError::NullInNonNullable { file: "the update".into(), column: field.name.clone(), row }));
