@@ -257,7 +257,16 @@ servers_start() {
 }
 
 servers_stop() {
-    local pgids=("${SERVERS_PGIDS[@]}") f pgid
+    local pgids=("${SERVERS_PGIDS[@]}") f pgid i
+    # A server that died during the run explains the tests that then failed: say so,
+    # with the end of its log, before the logs go.
+    for i in "${!SERVERS_NAMES[@]}"; do
+        pgid="${SERVERS_PGIDS[$i]:-}"
+        if [[ "$pgid" =~ ^[0-9]+$ ]] && ! kill -0 -- "-$pgid" 2>/dev/null; then
+            _servers_say "${SERVERS_NAMES[$i]} had exited before the end of the run; end of its log:"
+            tail -n 30 "$SERVERS_DIR/${SERVERS_NAMES[$i]}.log" >&2 2>/dev/null || true
+        fi
+    done
     # Also a server whose pid file was written but not yet recorded.
     if [[ -n "$SERVERS_DIR" && -d "$SERVERS_DIR" ]]; then
         for f in "$SERVERS_DIR"/*.pid; do

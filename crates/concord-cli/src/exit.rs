@@ -1,6 +1,10 @@
-//! Errors to the exit codes of the CLI contract (../shared/cli-contract.md).
+//! Errors to the exit codes of the CLI contract (../shared/cli-contract.md), and the
+//! command-line hints the library's messages leave out (they name no flag).
 
-use concord::{CommitError, CreateError, OpenError, ScanError, SchemaParseError, Unavailable, UriError, WriteError};
+use concord::{
+    AlterError, CommitError, CorruptObject, CreateError, DynamoDbError, OpenError, ScanError, SchemaParseError, StorageCause, StorageError,
+    Unavailable, UriError, WriteError,
+};
 
 pub const OTHER: i32 = 1;
 pub const USAGE: i32 = 2;
@@ -33,8 +37,18 @@ fn describe(e: &dyn std::error::Error) -> String {
     text
 }
 
+/// `e`'s message and causes, then the command-line hint, if any.
+fn fail_with(code: i32, e: &dyn std::error::Error, hint: Option<String>) -> Failure {
+    let mut message = describe(e);
+    if let Some(hint) = hint {
+        message.push_str("; ");
+        message.push_str(&hint);
+    }
+    Failure { code, message }
+}
+
 fn fail(code: i32, e: &dyn std::error::Error) -> Failure {
-    Failure { code, message: describe(e) }
+    fail_with(code, e, None)
 }
 
 /// Bad usage (exit 2) with `message`.
@@ -48,9 +62,27 @@ fn closed_stdout() -> Failure {
     Failure { code: 0, message: String::new() }
 }
 
+/// Hints that name this command line's flags and commands.
+fn corrupt_hint(_: &CorruptObject) -> Option<String> {
+    Some("use --version to read another version".into())
+}
+
+fn storage_hint(e: &StorageError) -> Option<String> {
+    match &e.source {
+        StorageCause::DynamoDb(DynamoDbError::TableNotFound { table }) => {
+            Some(format!("create it with `concord coordinator create-table dynamodb://{table}`"))
+        }
+        _ => None,
+    }
+}
+
 impl From<UriError> for Failure {
     fn from(e: UriError) -> Self {
-        fail(USAGE, &e)
+        let hint = match &e {
+            UriError::CoordinatorCredentials { .. } => Some("in the environment or with --storage-option".to_string()),
+            _ => None,
+        };
+        fail_with(USAGE, &e, hint)
     }
 }
 
@@ -62,34 +94,27 @@ impl From<SchemaParseError> for Failure {
 
 impl From<OpenError> for Failure {
     fn from(e: OpenError) -> Self {
-        let code = match &e {
-            OpenError::NotFound { .. } | OpenError::NotATable { .. } => NO_TABLE_OR_EXISTS,
-            OpenError::VersionNotFound { .. } | OpenError::NoVersionAt { .. } => USAGE,
-            OpenError::UnsupportedFormat { .. } | OpenError::Removed { .. } | OpenError::Corrupt(_) | OpenError::Storage(_) => OTHER,
+        let (code, hint) = match &e {
+            OpenError::NotFound { uri } => (NO_TABLE_OR_EXISTS, Some(format!("create one with `concord create {uri} --schema ...`"))),
+            OpenError::NotATable { .. } => (NO_TABLE_OR_EXISTS, None),
+            OpenError::VersionNotFound { .. } | OpenError::NoVersionAt { .. } => (USAGE, None),
+            OpenError::Corrupt(c) => (OTHER, corrupt_hint(c)),
+            OpenError::Storage(s) => (OTHER, storage_hint(s)),
+            _ => (OTHER, None),
         };
-        fail(code, &e)
+        fail_with(code, &e, hint)
     }
 }
 
 impl From<CreateError> for Failure {
     fn from(e: CreateError) -> Self {
-        let code = match &e {
-            CreateError::AlreadyExists { .. } => NO_TABLE_OR_EXISTS,
-            CreateError::StateUnknown { .. } => UNKNOWN_OUTCOME,
-            CreateError::Corrupt(_) | CreateError::Storage(_) => OTHER,
+        let (code, hint) = match &e {
+            CreateError::AlreadyExists { .. } => (NO_TABLE_OR_EXISTS, None),
+            CreateError::StateUnknown { .. } => (UNKNOWN_OUTCOME, Some("`concord history` tells".into())),
+            CreateError::Storage(s) => (OTHER, storage_hint(s)),
+            _ => (OTHER, None),
         };
-        fail(code, &e)
-    }
-}
-
-impl From<ScanError> for Failure {
-    fn from(e: ScanError) -> Self {
-        let code = match &e {
-            ScanError::Column(_) | ScanError::Predicate(_) => USAGE,
-            ScanError::Unavailable(u) => unavailable_code(u),
-            ScanError::Corrupt(_) | ScanError::Storage(_) => OTHER,
-        };
-        fail(code, &e)
+        fail_with(code, &e, hint)
     }
 }
 
@@ -101,6 +126,19 @@ fn unavailable_code(e: &Unavailable) -> i32 {
     }
 }
 
+impl From<ScanError> for Failure {
+    fn from(e: ScanError) -> Self {
+        let (code, hint) = match &e {
+            ScanError::Column(_) | ScanError::Predicate(_) => (USAGE, None),
+            ScanError::Unavailable(u) => (unavailable_code(u), None),
+            ScanError::Corrupt(c) => (OTHER, corrupt_hint(c)),
+            ScanError::Storage(s) => (OTHER, storage_hint(s)),
+            _ => (OTHER, None),
+        };
+        fail_with(code, &e, hint)
+    }
+}
+
 pub fn commit_code(e: &CommitError) -> i32 {
     match e {
         CommitError::Incompatible { .. } | CommitError::RerunFailed { .. } => INCOMPATIBLE,
@@ -109,7 +147,16 @@ pub fn commit_code(e: &CommitError) -> i32 {
         CommitError::TooMuchContention { .. } => CONTENTION,
         CommitError::VersionMoved { .. } => MOVED,
         CommitError::CommitStateUnknown { .. } => UNKNOWN_OUTCOME,
-        CommitError::Corrupt(_) | CommitError::Storage(_) | CommitError::HistoryRemoved { .. } => OTHER,
+        _ => OTHER,
+    }
+}
+
+fn commit_hint(e: &CommitError) -> Option<String> {
+    match e {
+        CommitError::Corrupt(c) => corrupt_hint(c),
+        CommitError::Storage(s) => storage_hint(s),
+        CommitError::CommitStateUnknown { .. } => Some("pass the same --idempotency-key".into()),
+        _ => None,
     }
 }
 
@@ -122,19 +169,23 @@ impl From<WriteError> for Failure {
                  Give commit the staged value or none, or stage the transaction again"
             ));
         }
-        let code = match &e {
+        let (code, hint) = match &e {
+            WriteError::Alter(AlterError::ShortRetention { .. }) => (USAGE, Some("pass --allow-short-retention if no such writer runs".into())),
+            WriteError::Alter(AlterError::BadTargetRows { .. }) => (USAGE, Some("give --target-rows 1 or more".into())),
             WriteError::Input(_)
             | WriteError::Predicate(_)
             | WriteError::Alter(_)
             | WriteError::Column(_)
             | WriteError::StagedNotFound { .. }
             | WriteError::ContradictsStaged { .. }
-            | WriteError::NoSuchVersion { .. } => USAGE,
-            WriteError::Commit(c) => commit_code(c),
-            WriteError::Unavailable(u) => unavailable_code(u),
-            WriteError::Encode { .. } | WriteError::Corrupt(_) | WriteError::Storage(_) => OTHER,
+            | WriteError::NoSuchVersion { .. } => (USAGE, None),
+            WriteError::Commit(c) => (commit_code(c), commit_hint(c)),
+            WriteError::Unavailable(u) => (unavailable_code(u), None),
+            WriteError::Corrupt(c) => (OTHER, corrupt_hint(c)),
+            WriteError::Storage(s) => (OTHER, storage_hint(s)),
+            _ => (OTHER, None),
         };
-        fail(code, &e)
+        fail_with(code, &e, hint)
     }
 }
 
@@ -152,4 +203,3 @@ impl From<std::io::Error> for Failure {
         if e.kind() == std::io::ErrorKind::BrokenPipe { closed_stdout() } else { fail(OTHER, &e) }
     }
 }
-

@@ -600,7 +600,7 @@ async fn doctor(cx: &Context, uri: &str) -> Result<(), Failure> {
         println!("verdict: SAFE: commits use the store's conditional create");
         Ok(())
     } else if coordinated {
-        location.coordinator.latest_version(None).await.map_err(|e| Failure { code: exit::OTHER, message: format!("the commit coordinator is not usable: {e}") })?;
+        location.coordinator().latest_version(None).await.map_err(|e| Failure { code: exit::OTHER, message: format!("the commit coordinator is not usable: {e}") })?;
         println!("verdict: SAFE with the configured commit coordinator (the store alone is not: it does not enforce conditional creates)");
         Ok(())
     } else {

@@ -19,8 +19,8 @@ mod txn;
 
 pub use env::{Clock, Env, RandomSource, StdRandom, SystemClock};
 pub use error::{
-    AlterError, CommitError, CorruptObject, CreateError, InputError, OpenError, PredicateError, ScanError, StorageError, Unavailable, UriError,
-    WriteError,
+    AlterError, CommitError, CorruptObject, CreateError, DefaultProblem, DynamoDbError, IncompatibleReason, InputError, OpenError,
+    OversizedObject, PredicateError, ScanError, StorageCause, StorageError, Unavailable, UriError, WriteError,
 };
 pub use format::manifest::{
     Assignment, CompactGroup, CompactInput, DataFile, DeletionRef, Fragment, FragmentDeletion, IsolationLevel, Manifest, NewColumn, NewFragment,
@@ -36,9 +36,11 @@ pub use io::predicate::{MAX_EXPRESSION_BYTES, MAX_EXPRESSION_OPERATORS};
 pub use io::scan::ScanMetrics;
 pub use storage::{
     create_coordinator_table, latest_lookup, probe_store, CommitCoordinator, CoordinatorCapabilities, CreateOutcome, DynamoDbCoordinator,
-    LatestLookup, Lister, ObjectStoreCoordinator, OversizedObject, ProbeReport, ProtocolStep, StoreKind, StoreResolver, SyncedLocalStore,
-    TableLocation, MAX_METADATA_BYTES, PROBE_RACERS, PROBE_STALE_AFTER,
+    LatestLookup, Lister, ObjectStoreCoordinator, ProbeReport, StoreKind, StoreResolver, SyncedLocalStore, TableLocation,
+    TableLocationBuilder, MAX_METADATA_BYTES, PROBE_RACERS, PROBE_STALE_AFTER,
 };
+#[cfg(feature = "testing")]
+pub use storage::ProtocolStep;
 pub use table::{ScanOptions, Table, TableScan, VacuumReport, VersionInfo, DEFAULT_COMPACT_TARGET_ROWS, MIN_VACUUM_RETENTION};
 pub use txn::conflict::{resolve as resolve_conflict, RerunScope, Resolution, Winner};
 pub use txn::{CommitInfo, CommitOptions, PreparedTransaction, RetryPolicy, StagedOptions};

@@ -184,11 +184,7 @@ struct FaultyCoordinator {
 }
 
 fn unreachable_error(version: u64) -> StorageError {
-    StorageError {
-        action: "creating",
-        path: format!("version {version}"),
-        source: concord::object_store::Error::Generic { store: "test", source: "connection reset".into() },
-    }
+    StorageError::new("creating", format!("version {version}"), concord::object_store::Error::Generic { store: "test", source: "connection reset".into() })
 }
 
 #[async_trait]
@@ -243,8 +239,8 @@ async fn faulty_table(fault: Fault) -> (Table, Arc<FaultyCoordinator>, TableLoca
     let resolver = StoreResolver::new();
     let clean = location(&resolver, "memory://faults");
     Table::create(clean.clone(), Env::system(), Schema::parse(SCHEMA).unwrap()).await.unwrap();
-    let faulty = Arc::new(FaultyCoordinator { inner: clean.coordinator.clone(), fault, injected: AtomicU32::new(0) });
-    let location = TableLocation { coordinator: faulty.clone(), ..clean.clone() };
+    let faulty = Arc::new(FaultyCoordinator { inner: clean.coordinator().clone(), fault, injected: AtomicU32::new(0) });
+    let location = clean.clone().with_coordinator(faulty.clone());
     (Table::open(location.clone(), Env::system()).await.unwrap(), faulty, clean)
 }
 

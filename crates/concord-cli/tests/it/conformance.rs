@@ -37,7 +37,7 @@ impl Fixture {
         let root = Path::from("tables/t");
         let coordinator = Arc::new(ObjectStoreCoordinator::new(store.clone(), root.clone(), lookup));
         let display_prefix = format!("{name}://");
-        let location = TableLocation { uri: format!("{name}://tables/t"), store, root, kind, coordinator, display_prefix, lister: None };
+        let location = TableLocation::builder(format!("{name}://tables/t"), store, root, kind).display_prefix(display_prefix).coordinator(coordinator).build();
         Fixture { name, location, counting, lookup, dynamo: None, _dir: dir }
     }
 
@@ -46,13 +46,14 @@ impl Fixture {
         server.prepare().await;
         let uri = server.fresh_uri("conformance");
         let real = server.resolver().resolve(&uri).unwrap_or_else(|e| panic!("{}: {e}", server.name));
-        let counting = Arc::new(CountingStore::new(real.store.clone()));
+        let counting = Arc::new(CountingStore::new(real.store().clone()));
         let store: Arc<dyn ObjectStore> = counting.clone();
-        let lookup = concord::latest_lookup(real.kind);
-        let mut location = TableLocation::on_store_named(&uri, store, real.root.clone(), real.kind, real.display_prefix.clone());
-        if let Some(lister) = real.lister.clone() {
-            location = location.with_lister(crate::counting::CountingLister::wrap(lister, &counting));
+        let lookup = concord::latest_lookup(real.kind());
+        let mut builder = TableLocation::builder(&uri, store, real.root().clone(), real.kind()).display_prefix(real.display_prefix());
+        if let Some(lister) = real.lister().cloned() {
+            builder = builder.lister(crate::counting::CountingLister::wrap(lister, &counting));
         }
+        let location = builder.build();
         let (location, dynamo) = match &server.coordinator {
             None => (location, None),
             Some(spec) => {
@@ -69,7 +70,7 @@ impl Fixture {
     }
 
     fn coordinator(&self) -> &Arc<dyn CommitCoordinator> {
-        &self.location.coordinator
+        &self.location.coordinator()
     }
 }
 
@@ -158,8 +159,8 @@ async fn check_hint_is_only_advisory(f: &Fixture) {
         return;
     }
     let c = f.coordinator();
-    let hint = f.location.root.clone().join("_latest_version_hint.json");
-    let store = &f.location.store;
+    let hint = f.location.root().clone().join("_latest_version_hint.json");
+    let store = &f.location.store();
     for body in [r#"{"version":3}"#, r#"{"version":9999}"#, "not json", r#"{"version":31}"#] {
         store.put(&hint, PutPayload::from(body.as_bytes().to_vec())).await.unwrap();
         assert_eq!(c.latest_version(None).await.unwrap(), Some(31), "{}: hint {body}", f.name);

@@ -145,7 +145,7 @@ async fn the_fuzz_corpus_of_data_files_reads_without_panics() {
     use concord::object_store::{ObjectStoreExt, PutPayload};
     use concord::{DataFile, Fragment};
     let location = StoreResolver::new().resolve("memory://fuzz").unwrap();
-    let (store, path) = (location.store.clone(), location.root.clone().join("data").join("fuzz.parquet"));
+    let (store, path) = (location.store().clone(), location.root().clone().join("data").join("fuzz.parquet"));
     let table = Table::create(location, concord::Env::system(), concord::Schema::parse(SCHEMA).unwrap()).await.unwrap();
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus");
     let (mut read, mut refused) = (0, 0);

@@ -52,7 +52,7 @@ async fn commit_cost_does_not_grow_with_fragment_count() {
     let segment = serde_json::to_vec(&serde_json::json!({ "fragments": fragments })).unwrap();
     let segment_size = segment.len();
     let segment_path = "_segments/hand-written.json";
-    big.location.store.put(&big.location.root.clone().join("_segments").join("hand-written.json"), PutPayload::from(segment)).await.unwrap();
+    big.location.store().put(&big.location.root().clone().join("_segments").join("hand-written.json"), PutPayload::from(segment)).await.unwrap();
     let mut v2 = v1.clone();
     v2.version = 2;
     v2.parent_version = Some(1);
@@ -69,7 +69,7 @@ async fn commit_cost_does_not_grow_with_fragment_count() {
         max_fragment_id: 100_000,
     });
     v2.next_fragment_id = 100_001;
-    big.location.coordinator.create_version(2, Bytes::from(serde_json::to_vec(&v2).unwrap())).await.unwrap();
+    big.location.coordinator().create_version(2, Bytes::from(serde_json::to_vec(&v2).unwrap())).await.unwrap();
     let big_table = Table::open(big.location.clone(), Env::system()).await.unwrap();
     assert_eq!(big_table.manifest().fragment_count(), 100_001);
     assert_eq!(big_table.count(None).await.unwrap(), 100_001, "counting needs no data or segment reads");
@@ -189,8 +189,8 @@ async fn manifests_round_trip_and_version_files_are_inverted() {
     let manifest = table.latest().await.unwrap().manifest().clone();
     let json = serde_json::to_string(&manifest).unwrap();
     assert_eq!(serde_json::from_str::<Manifest>(&json).unwrap(), manifest);
-    let path = f.location.root.clone().join("_versions").join(concord::version_file_name(1).as_str());
-    let stored = f.location.store.get(&path).await.unwrap().bytes().await.unwrap();
+    let path = f.location.root().clone().join("_versions").join(concord::version_file_name(1).as_str());
+    let stored = f.location.store().get(&path).await.unwrap().bytes().await.unwrap();
     assert_eq!(serde_json::from_slice::<Manifest>(&stored).unwrap(), manifest);
     assert_eq!(concord::version_file_name(1), "18446744073709551614.json");
 }

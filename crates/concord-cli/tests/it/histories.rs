@@ -88,7 +88,7 @@ async fn writer(table: Table, seed: u64, ops: usize, tight_budget: bool) -> Log 
             Err(WriteError::Commit(CommitError::TooMuchContention { .. })) if tight_budget => log.failed.push("contention".into()),
             // Two writers adding "extra" at once: the later one is rightly incompatible;
             // dropping a column another writer dropped first: it no longer exists.
-            Err(WriteError::Commit(CommitError::Incompatible { reason, .. })) if reason.contains("'extra'") => log.failed.push("add race".into()),
+            Err(WriteError::Commit(CommitError::Incompatible { reason, .. })) if reason.to_string().contains("'extra'") => log.failed.push("add race".into()),
             Err(WriteError::Alter(concord::AlterError::ColumnExists { .. } | concord::AlterError::Column(_))) => {
                 log.failed.push("alter race".into())
             }

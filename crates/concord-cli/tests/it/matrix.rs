@@ -314,7 +314,7 @@ async fn run_cell(ours: Op, winner: Op, isolation: IsolationLevel, expected: Out
             R
         }
         Err(WriteError::Commit(CommitError::Incompatible { winner_version, winner_operation, reason })) => {
-            if *winner_version != won.version || *winner_operation != won.operation || reason.is_empty() {
+            if *winner_version != won.version || *winner_operation != won.operation || reason.to_string().is_empty() {
                 return Err(format!("incompatible error names version {winner_version} ({winner_operation}): {reason}"));
             }
             I

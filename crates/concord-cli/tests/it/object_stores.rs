@@ -130,7 +130,7 @@ fn doctor_tells_safe_from_unsafe_stores() {
         let rt = tokio::runtime::Runtime::new().unwrap();
         let left: Vec<_> = rt.block_on(async {
             use futures::TryStreamExt;
-            location.store.list(Some(&location.root)).try_collect::<Vec<_>>().await.unwrap()
+            location.store().list(Some(&location.root())).try_collect::<Vec<_>>().await.unwrap()
         });
         assert!(left.is_empty(), "doctor left {left:?}");
     }
@@ -178,7 +178,7 @@ async fn dynamodb_protocol_crash_points() {
         let info = reopened.append(&[rows(reopened.schema(), 10..12)], &CommitOptions::default()).await.unwrap();
         assert_eq!(info.version, expected + 1, "{step:?}: the next writer extends the chain");
         assert_eq!(reopened.latest().await.unwrap().count(None).await.unwrap(), 5, "{step:?}");
-        let versions = reader.coordinator.list_versions().await.unwrap();
+        let versions = reader.coordinator().list_versions().await.unwrap();
         assert_eq!(versions, (0..=expected + 1).collect::<Vec<_>>(), "{step:?}: one chain");
     }
 }
@@ -225,8 +225,8 @@ fn credentials_never_appear_in_errors() {
 fn gcs_uris_resolve_to_gcs() {
     let resolver = concord::StoreResolver::new().with_options([("GOOGLE_SKIP_SIGNATURE".to_string(), "true".to_string())]);
     let location = resolver.resolve("gs://some-bucket/tables/t").unwrap();
-    assert_eq!(location.kind, concord::StoreKind::Gcs);
-    assert_eq!(location.display(&location.root), "gs://some-bucket/tables/t");
+    assert_eq!(location.kind(), concord::StoreKind::Gcs);
+    assert_eq!(location.display(&location.root()), "gs://some-bucket/tables/t");
     let err = concord::StoreResolver::new().with_options([("AWS_REGOIN".to_string(), "x".to_string())]).resolve("s3://b/t").unwrap_err();
     assert!(err.to_string().contains("unknown store option 'AWS_REGOIN'"), "{err}");
     // Settings a local path cannot use are refused, not ignored.

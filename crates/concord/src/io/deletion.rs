@@ -21,7 +21,7 @@ pub(crate) async fn read(store: &TableStore, relative: &str) -> Result<Arc<Roari
     let path = store.path(relative);
     let shown = store.location.display(&path);
     let read = crate::storage::get_metadata(store.location.store.as_ref(), &path);
-    let bytes = read.await.map_err(|source| StorageError { action: "reading", path: shown.clone(), source })?;
+    let bytes = read.await.map_err(|source| StorageError::new("reading", shown.clone(), source))?;
     let rows = crate::decode::deletion_vector(&shown, &bytes)?;
     let rows = Arc::new(rows);
     store.cache_deletion(relative, rows.clone());

@@ -39,19 +39,19 @@ pub(crate) async fn write_fragments(
     if keep.is_empty() {
         keep.push(0); // a data file needs a column to carry its row count
     }
-    let file_schema = std::sync::Arc::new(schema.arrow_schema_with_field_ids().project(&keep).map_err(|e| WriteError::Encode { reason: e.to_string() })?);
+    let file_schema = std::sync::Arc::new(schema.arrow_schema_with_field_ids().project(&keep).map_err(WriteError::encode)?);
     let fields: Vec<u32> = keep.iter().map(|&i| schema.fields[i].id).collect();
     let props = WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
         .set_statistics_enabled(EnabledStatistics::Page)
         .build();
-    let encode = |e: parquet::errors::ParquetError| WriteError::Encode { reason: e.to_string() };
+    let encode = WriteError::encode;
     let mut encoded: Vec<(Vec<u8>, u64)> = Vec::new();
     let mut current: Option<(ArrowWriter<Vec<u8>>, u64)> = None;
     for batch in batches {
         let batch = RecordBatch::try_new(file_schema.clone(), keep.iter().map(|&i| batch.column(i).clone()).collect())
-            .map_err(|e| WriteError::Encode { reason: e.to_string() })?;
+            .map_err(WriteError::encode)?;
         let mut offset = 0;
         while offset < batch.num_rows() {
             let (writer, rows) = match &mut current {

@@ -25,11 +25,13 @@ use bytes::Bytes;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+
 use super::coordinator::{CommitCoordinator, CoordinatorCapabilities, CreateOutcome};
+use super::location::{StoreKind, TableLocation};
 use super::object_store_coordinator::{LatestLookup, ObjectStoreCoordinator};
-use super::uri::{StoreKind, TableLocation};
 use super::table_store::get_metadata;
-use crate::error::{StorageError, UriError};
+use crate::error::{DynamoDbError, StorageCause, StorageError, UriError};
 use crate::format::naming;
 
 const KEY_TABLE: &str = "tablePath";
@@ -37,16 +39,23 @@ const KEY_VERSION: &str = "version";
 const ATTR_STAGING: &str = "staging";
 const ATTR_COMPLETE: &str = "complete";
 
-/// The protocol's steps, for crash tests: [`DynamoDbCoordinator::create_version_until`]
-/// stops after the given one, as a writer killed there would.
+/// The protocol's steps, for crash tests (feature `testing`):
+/// `DynamoDbCoordinator::create_version_until` stops after the given one, as a writer
+/// killed there would.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum ProtocolStep {
+    /// The staging manifest is written.
     StagingWritten,
+    /// The conditional row is written.
     RowWritten,
+    /// The staging manifest is copied to the version's name.
     Copied,
+    /// The row is marked complete.
     RowCompleted,
 }
 
+/// Commits through a DynamoDB table (see the module docs and FORMAT.md §13).
 #[derive(Debug)]
 pub struct DynamoDbCoordinator {
     client: Client,
@@ -67,9 +76,6 @@ pub struct DynamoDbCoordinator {
 
 /// `dynamodb://<table>` as the commit coordinator of the S3 table at `location`.
 pub(crate) fn coordinator_for(spec: &str, location: &TableLocation, options: &[(String, String)]) -> Result<TableLocation, UriError> {
-    if location.kind != StoreKind::S3 {
-        return Err(UriError::Coordinator { spec: spec.into(), reason: "a DynamoDB coordinator commits s3:// tables only".into() });
-    }
     let coordinator = DynamoDbCoordinator::for_location(spec, location, options)?;
     Ok(location.clone().with_coordinator(Arc::new(coordinator)))
 }
@@ -77,7 +83,7 @@ pub(crate) fn coordinator_for(spec: &str, location: &TableLocation, options: &[(
 fn table_name(spec: &str) -> Result<String, UriError> {
     match spec.trim().strip_prefix("dynamodb://") {
         Some(name) if !name.is_empty() && !name.contains('/') => Ok(name.to_string()),
-        _ => Err(UriError::Coordinator { spec: spec.into(), reason: "expected dynamodb://<table name>".into() }),
+        _ => Err(UriError::CoordinatorSpec { spec: spec.into() }),
     }
 }
 
@@ -89,10 +95,7 @@ fn client(spec: &str, options: &[(String, String)]) -> Result<Client, UriError> 
     };
     let region = get(&["aws_region", "region", "aws_default_region"]).unwrap_or_else(|| "us-east-1".into());
     let (Some(key_id), Some(secret)) = (get(&["aws_access_key_id", "access_key_id"]), get(&["aws_secret_access_key", "secret_access_key"])) else {
-        return Err(UriError::Coordinator {
-            spec: spec.into(),
-            reason: "no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (environment or --storage-option)".into(),
-        });
+        return Err(UriError::CoordinatorCredentials { spec: spec.into() });
     };
     let token = get(&["aws_session_token", "session_token", "aws_token"]);
     let mut config = aws_sdk_dynamodb::Config::builder()
@@ -110,7 +113,6 @@ fn client(spec: &str, options: &[(String, String)]) -> Result<Client, UriError> 
 pub async fn create_coordinator_table(spec: &str, options: &[(String, String)]) -> Result<bool, UriError> {
     let table = table_name(spec)?;
     let client = client(spec, options)?;
-    let failed = |reason: String| UriError::Coordinator { spec: spec.into(), reason };
     let key = |name: &str, kind: KeyType| KeySchemaElement::builder().attribute_name(name).key_type(kind).build().expect("complete");
     let attr = |name: &str, kind: ScalarAttributeType| AttributeDefinition::builder().attribute_name(name).attribute_type(kind).build().expect("complete");
     let result = client
@@ -126,22 +128,28 @@ pub async fn create_coordinator_table(spec: &str, options: &[(String, String)]) 
     match result {
         Ok(_) => Ok(true),
         Err(e) if e.as_service_error().is_some_and(|s| s.is_resource_in_use_exception()) => Ok(false),
-        Err(e) => Err(failed(DisplayErrorContext(&e).to_string())),
+        Err(e) => Err(UriError::CoordinatorSetup { spec: spec.into(), source: classify(&table, &e) }),
+    }
+}
+
+/// A DynamoDB failure by its error code (the SDK's typed metadata, not its message).
+fn classify<E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static, R: std::fmt::Debug>(table: &str, e: &SdkError<E, R>) -> DynamoDbError {
+    let message = DisplayErrorContext(e).to_string();
+    match e.code() {
+        Some("ResourceNotFoundException") => DynamoDbError::TableNotFound { table: table.to_string() },
+        Some("ProvisionedThroughputExceededException" | "ThrottlingException" | "RequestLimitExceeded") => DynamoDbError::Throttled { message },
+        code => DynamoDbError::Request { code: code.map(str::to_string), message },
     }
 }
 
 /// An error of a DynamoDB call as a storage error naming the table and version.
-fn dynamo_error(action: &'static str, table: &str, version: u64, e: impl std::error::Error + Send + Sync + 'static) -> StorageError {
-    let hint = if DisplayErrorContext(&e).to_string().contains("ResourceNotFound") {
-        format!("; create it with `concord coordinator create-table dynamodb://{table}`")
-    } else {
-        String::new()
-    };
-    StorageError {
-        action,
-        path: format!("dynamodb://{table} (version {version})"),
-        source: object_store::Error::Generic { store: "DynamoDB", source: format!("{}{hint}", DisplayErrorContext(&e)).into() },
-    }
+fn dynamo_error<E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static, R: std::fmt::Debug>(
+    action: &'static str,
+    table: &str,
+    version: u64,
+    e: SdkError<E, R>,
+) -> StorageError {
+    StorageError::new(action, format!("dynamodb://{table} (version {version})"), classify(table, &e))
 }
 
 /// A commit row as read back.
@@ -155,7 +163,7 @@ impl DynamoDbCoordinator {
     /// from object_store-style `options` (region, credentials, endpoint).
     pub fn for_location(spec: &str, location: &TableLocation, options: &[(String, String)]) -> Result<Self, UriError> {
         if location.kind != StoreKind::S3 {
-            return Err(UriError::Coordinator { spec: spec.into(), reason: "a DynamoDB coordinator commits s3:// tables only".into() });
+            return Err(UriError::CoordinatorNotS3 { spec: spec.into(), uri: location.uri.clone() });
         }
         Ok(Self::new(client(spec, options)?, table_name(spec)?, location))
     }
@@ -186,13 +194,15 @@ impl DynamoDbCoordinator {
         }
     }
 
-    /// Test seam: the next `n` PutItems that succeed report a failure instead.
+    /// Test seam (feature `testing`): the next `n` PutItems that succeed report a
+    /// failure instead, as if their responses were lost.
+    #[cfg(feature = "testing")]
     pub fn lose_put_responses(&self, n: u32) {
         self.lose_put_responses.store(n, Ordering::SeqCst);
     }
 
-    fn storage_error(&self, action: &'static str, path: &Path, source: object_store::Error) -> StorageError {
-        StorageError { action, path: format!("{}{path}", self.display_prefix), source }
+    fn storage_error(&self, action: &'static str, path: &Path, source: impl Into<StorageCause>) -> StorageError {
+        StorageError::new(action, format!("{}{path}", self.display_prefix), source)
     }
 
     fn key(&self, version: u64) -> HashMap<String, AttributeValue> {
@@ -247,12 +257,10 @@ impl DynamoDbCoordinator {
         self.copy(version, staging, bytes).await?;
         self.complete(version).await?;
         self.delete_staging(staging).await;
-        self.objects.read_version(version).await?.ok_or_else(|| {
-            self.storage_error("reading", &naming::version_path(&self.root, version), object_store::Error::NotFound {
-                path: version.to_string(),
-                source: "the version was just copied but cannot be read".into(),
-            })
-        })
+        self.objects
+            .read_version(version)
+            .await?
+            .ok_or_else(|| self.storage_error("reading", &naming::version_path(&self.root, version), StorageCause::CopiedButUnreadable))
     }
 
     /// Step 3: the staging manifest (`bytes`, or read from `staging`) to the final name.
@@ -263,12 +271,11 @@ impl DynamoDbCoordinator {
             None => match get_metadata(self.store.as_ref(), &staging_path).await {
                 Ok(found) => found,
                 // Already copied and cleaned up by someone else.
-                Err(object_store::Error::NotFound { .. }) => return self.objects.read_version(version).await?.map(|_| ()).ok_or_else(|| {
-                    self.storage_error("reading", &staging_path, object_store::Error::NotFound {
-                        path: staging.to_string(),
-                        source: "the commit row names a staging manifest that is gone and the version was never copied".into(),
+                Err(StorageCause::ObjectStore(object_store::Error::NotFound { .. })) => {
+                    return self.objects.read_version(version).await?.map(|_| ()).ok_or_else(|| {
+                        self.storage_error("reading", &staging_path, StorageCause::StagingManifestGone { staging: staging.to_string() })
                     })
-                }),
+                }
                 Err(e) => return Err(self.storage_error("reading", &staging_path, e)),
             },
         };
@@ -296,9 +303,10 @@ impl DynamoDbCoordinator {
         let _ = self.store.delete(&Path::from(staging)).await;
     }
 
-    /// Runs the protocol for `version` up to and including `stop`, then returns as a
-    /// writer killed there would (crash tests). `Ok(None)`: another writer holds the
-    /// version.
+    /// Test seam (feature `testing`): runs the protocol for `version` up to and
+    /// including `stop`, then returns as a writer killed there would (crash tests).
+    /// `Ok(None)`: another writer holds the version.
+    #[cfg(feature = "testing")]
     pub async fn create_version_until(&self, version: u64, manifest: Bytes, stop: ProtocolStep) -> Result<Option<CreateOutcome>, StorageError> {
         self.run(version, manifest, Some(stop)).await
     }
@@ -348,7 +356,11 @@ impl DynamoDbCoordinator {
             other => {
                 let cause = match other {
                     Err(e) => dynamo_error("writing the commit row of", &self.table, version, e),
-                    Ok(_) => dynamo_error("writing the commit row of", &self.table, version, std::io::Error::other("response lost (injected)")),
+                    Ok(_) => StorageError::new(
+                        "writing the commit row of",
+                        format!("dynamodb://{} (version {version})", self.table),
+                        DynamoDbError::Request { code: None, message: "response lost (injected)".into() },
+                    ),
                 };
                 match self.get_row(version).await? {
                     Some(row) if row.staging == staging => {}

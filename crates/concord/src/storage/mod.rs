@@ -3,18 +3,22 @@
 mod coordinator;
 mod dynamodb;
 mod local;
+mod location;
+mod object_store_coordinator;
 mod object_stores;
 mod probe;
-mod object_store_coordinator;
+mod resolver;
 mod table_store;
-mod uri;
 
 pub use coordinator::{CommitCoordinator, CoordinatorCapabilities, CreateOutcome};
 pub use object_store_coordinator::{LatestLookup, Lister, ObjectStoreCoordinator};
 pub(crate) use table_store::{get_metadata, TableStore};
-pub use table_store::{OversizedObject, MAX_METADATA_BYTES};
+pub use table_store::MAX_METADATA_BYTES;
 pub use local::SyncedLocalStore;
-pub use dynamodb::{create_coordinator_table, DynamoDbCoordinator, ProtocolStep};
+pub use dynamodb::{create_coordinator_table, DynamoDbCoordinator};
+#[cfg(feature = "testing")]
+pub use dynamodb::ProtocolStep;
 pub(crate) use probe::{is_stale_probe_object, PROBE_DIR};
 pub use probe::{probe_store, ProbeReport, PROBE_RACERS, PROBE_STALE_AFTER};
-pub use uri::{latest_lookup, StoreKind, StoreResolver, TableLocation};
+pub use location::{latest_lookup, StoreKind, TableLocation, TableLocationBuilder};
+pub use resolver::StoreResolver;

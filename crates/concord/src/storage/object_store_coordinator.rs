@@ -67,8 +67,8 @@ impl ObjectStoreCoordinator {
         ObjectStoreCoordinator { display_prefix: prefix.into(), ..self }
     }
 
-    fn storage_error(&self, action: &'static str, path: &Path, source: object_store::Error) -> StorageError {
-        StorageError { action, path: format!("{}{path}", self.display_prefix), source }
+    fn storage_error(&self, action: &'static str, path: &Path, source: impl Into<crate::error::StorageCause>) -> StorageError {
+        StorageError::new(action, format!("{}{path}", self.display_prefix), source)
     }
 
     async fn exists(&self, version: u64) -> Result<bool, StorageError> {
@@ -150,7 +150,7 @@ impl CommitCoordinator for ObjectStoreCoordinator {
         let path = naming::version_path(&self.root, version);
         match get_metadata(self.store.as_ref(), &path).await {
             Ok(bytes) => Ok(Some(bytes)),
-            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(crate::error::StorageCause::ObjectStore(object_store::Error::NotFound { .. })) => Ok(None),
             Err(e) => Err(self.storage_error("reading", &path, e)),
         }
     }

@@ -13,7 +13,7 @@ use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
 use object_store::list::PaginatedListStore;
 use object_store::ObjectStore;
 
-use super::uri::StoreKind;
+use super::location::StoreKind;
 use crate::error::UriError;
 
 /// Settings the DynamoDB coordinator reads (besides the `AWS_*` credentials and region).
@@ -43,7 +43,7 @@ pub(crate) fn known_anywhere(k: &str) -> bool {
 /// put into error messages.
 /// Also returns the store's paginated listing (for one-key LIST pages).
 pub(crate) fn build(uri: &str, kind: StoreKind, options: &[(String, String)]) -> Result<(Arc<dyn ObjectStore>, Arc<dyn PaginatedListStore>), UriError> {
-    let failed = |e: object_store::Error| UriError::StoreConfig { uri: uri.to_string(), reason: e.to_string() };
+    let failed = |source: object_store::Error| UriError::StoreConfig { uri: uri.to_string(), source };
     fn both<S: ObjectStore + PaginatedListStore>(s: S) -> (Arc<dyn ObjectStore>, Arc<dyn PaginatedListStore>) {
         let s = Arc::new(s);
         (s.clone(), s)

@@ -18,7 +18,7 @@ use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
-use super::uri::{StoreKind, TableLocation};
+use super::location::{StoreKind, TableLocation};
 use crate::env::Env;
 use crate::error::StorageError;
 
@@ -77,7 +77,7 @@ pub async fn probe_store(location: &TableLocation, env: &Env) -> Result<ProbeRep
     let created: Vec<std::path::PathBuf> = local_root.iter().flat_map(|r| r.ancestors().take_while(|a| !a.exists()).map(|a| a.to_path_buf())).collect();
     let probes = location.root.clone().join(PROBE_DIR);
     let dir = probes.clone().join(format!("{:013}-{}", now.timestamp_millis().max(0), env.new_uuid()));
-    let err = |action: &'static str, path: &Path, source: object_store::Error| StorageError { action, path: location.display(path), source };
+    let err = |action: &'static str, path: &Path, source: object_store::Error| StorageError::new(action, location.display(path), source);
     let create = |path: Path, body: String| {
         let store = store.clone();
         async move {

@@ -10,7 +10,7 @@ use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
 use super::TableLocation;
 use crate::env::Env;
-use crate::error::{OpenError, StorageError};
+use crate::error::{OpenError, OversizedObject, StorageCause, StorageError};
 use crate::format::manifest::{Manifest, Segment, SegmentRef};
 use crate::format::{naming, segments};
 
@@ -19,22 +19,13 @@ use crate::format::{naming, segments};
 /// bytes are fetched, so a hostile object cannot exhaust memory.
 pub const MAX_METADATA_BYTES: u64 = 256 << 20;
 
-/// A metadata object over [`MAX_METADATA_BYTES`] (the source of a storage error).
-#[derive(Debug, thiserror::Error)]
-#[error("the object is {size} bytes, more than the {limit} bytes of any metadata Concord writes: it is corrupt or was not written by Concord")]
-pub struct OversizedObject {
-    pub size: u64,
-    pub limit: u64,
-}
-
 /// The bytes of a metadata object, refusing oversized ones before reading them.
-pub(crate) async fn get_metadata(store: &dyn object_store::ObjectStore, path: &Path) -> object_store::Result<Bytes> {
+pub(crate) async fn get_metadata(store: &dyn object_store::ObjectStore, path: &Path) -> Result<Bytes, StorageCause> {
     let found = store.get(path).await?;
     if found.meta.size > MAX_METADATA_BYTES {
-        let source = Box::new(OversizedObject { size: found.meta.size, limit: MAX_METADATA_BYTES });
-        return Err(object_store::Error::Generic { store: "concord", source });
+        return Err(OversizedObject::new(found.meta.size, MAX_METADATA_BYTES).into());
     }
-    found.bytes().await
+    Ok(found.bytes().await?)
 }
 
 /// Attempts of one create-once write that fails in transport (see `put_new`).
@@ -117,7 +108,7 @@ impl TableStore {
         let path = self.path(&reference.path);
         let read = get_metadata(self.location.store.as_ref(), &path);
         let shown = self.location.display(&path);
-        let bytes = read.await.map_err(|source| StorageError { action: "reading", path: shown.clone(), source })?;
+        let bytes = read.await.map_err(|source| StorageError::new("reading", shown.clone(), source))?;
         let segment = crate::decode::segment(&shown, reference.fragments, &bytes)?;
         let segment = Arc::new(segment);
         let mut cache = self.segment_cache.lock().unwrap_or_else(|e| e.into_inner());
@@ -146,7 +137,7 @@ impl TableStore {
     pub async fn put_new(&self, relative: &str, bytes: Bytes) -> Result<(), StorageError> {
         let path = self.path(relative);
         let size = bytes.len() as u64;
-        let error = |source| StorageError { action: "writing", path: self.location.display(&path), source };
+        let error = |source: object_store::Error| StorageError::new("writing", self.location.display(&path), source);
         let mut attempt = 1;
         loop {
             let opts = PutOptions { mode: PutMode::Create, ..Default::default() };

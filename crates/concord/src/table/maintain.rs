@@ -3,12 +3,12 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, RecordBatch, RecordBatchOptions};
-use arrow::datatypes::{DataType, Schema as ArrowSchema};
+use arrow::array::{Array, RecordBatch, RecordBatchOptions};
+use arrow::datatypes::Schema as ArrowSchema;
 use chrono::{DateTime, Utc};
 
 use super::Table;
-use crate::error::{AlterError, PredicateError, WriteError};
+use crate::error::{AlterError, DefaultProblem, PredicateError, WriteError};
 use crate::format::manifest::{IsolationLevel, NewColumn, Operation, PROPERTY_ISOLATION};
 use crate::format::schema::{ColumnSpec, Field, Schema, SchemaParseError, MAX_COLUMNS};
 use crate::io::cast::{self, CastFailure};
@@ -140,28 +140,29 @@ impl Table {
 /// to its value as text castable to the column type; `None` for a NULL default. A value
 /// that does not fit the column is refused (the rule of every write: see `io::cast`).
 fn evaluate_default(spec: &ColumnSpec, sql: &str, now: DateTime<Utc>) -> Result<Option<String>, AlterError> {
-    let bad = |reason: String| AlterError::BadDefault { name: spec.name.clone(), sql: sql.to_string(), reason };
+    let bad = |problem: DefaultProblem| AlterError::BadDefault { name: spec.name.clone(), sql: sql.to_string(), problem };
+    let failed = |e: &dyn std::fmt::Display| bad(DefaultProblem::Expression(PredicateError::Failed { sql: sql.to_string(), reason: e.to_string() }));
     let no_columns = Schema { fields: Vec::new(), next_field_id: 0 };
     let (expr, _) = predicate::compile_value(sql, &no_columns, now).map_err(|e| match e {
-        PredicateError::UnknownColumn { column, .. } => bad(format!("it reads column '{column}'; a default is a constant, e.g. 0, 'n/a' or now()")),
-        other => bad(other.to_string()),
+        PredicateError::UnknownColumn { column, .. } => bad(DefaultProblem::ReadsColumn { column }),
+        other => bad(DefaultProblem::Expression(other)),
     })?;
     let one_row = RecordBatch::try_new_with_options(Arc::new(ArrowSchema::empty()), vec![], &RecordBatchOptions::new().with_row_count(Some(1)))
-        .map_err(|e| bad(e.to_string()))?;
-    let value = expr.evaluate(&one_row).and_then(|v| v.into_array(1)).map_err(|e| bad(e.to_string()))?;
+        .map_err(|e| failed(&e))?;
+    let value = expr.evaluate(&one_row).and_then(|v| v.into_array(1)).map_err(|e| failed(&e))?;
     if value.is_null(0) {
         return Ok(None);
     }
-    let typed = cast::to_column(&value, spec.column_type).map_err(|e| match e {
-        CastFailure::Type { found } => bad(format!("it is a {found}, not a {}", spec.column_type)),
-        CastFailure::Value { value, .. } => bad(format!("'{value}' is not a valid {}", spec.column_type)),
+    let expected = spec.column_type;
+    let typed = cast::to_column(&value, expected).map_err(|e| match e {
+        CastFailure::Type { found } => bad(DefaultProblem::WrongType { found, expected }),
+        CastFailure::Value { value, .. } => bad(DefaultProblem::DoesNotFit { value, expected }),
     })?;
-    let text: ArrayRef = arrow::compute::cast(&typed, &DataType::Utf8).map_err(|e| bad(e.to_string()))?;
-    let text = text.as_any().downcast_ref::<arrow::array::StringArray>().map(|s| s.value(0).to_string()).ok_or_else(|| bad("no text form".into()))?;
-    // The stored text must read back as the same value.
-    let field = Field { id: 0, name: spec.name.clone(), column_type: spec.column_type, nullable: true, default: Some(text.clone()) };
+    // Every value of a column type has a text form that casts back.
+    let text = crate::io::cast::display_value(typed.as_ref(), 0);
+    let field = Field { id: 0, name: spec.name.clone(), column_type: expected, nullable: true, default: Some(text.clone()) };
     if field.default_array(1).as_ref() != typed.as_ref() {
-        return Err(bad(format!("the value does not survive storage as text ('{text}')")));
+        return Err(bad(DefaultProblem::NotStorable { text }));
     }
     Ok(Some(text))
 }

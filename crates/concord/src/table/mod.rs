@@ -15,7 +15,6 @@ use crate::error::{CreateError, OpenError};
 use crate::format::manifest::{IsolationLevel, Manifest, Operation, TransactionRecord, FORMAT_VERSION, PROPERTY_ISOLATION};
 use crate::format::schema::Schema;
 use crate::storage::{TableLocation, TableStore};
-use crate::txn::commit;
 
 pub use maintain::DEFAULT_COMPACT_TARGET_ROWS;
 pub use read::{ScanOptions, TableScan, VersionInfo};
@@ -58,7 +57,7 @@ impl Table {
             next_fragment_id: 0,
             properties: BTreeMap::from([(PROPERTY_ISOLATION.to_string(), IsolationLevel::Serializable.as_str().to_string())]),
         };
-        if commit::create_table(&store, &manifest).await? {
+        if crate::txn::settle::create_table(&store, &manifest).await? {
             Ok(Table { store, env, manifest: Arc::new(manifest) })
         } else {
             Err(CreateError::AlreadyExists { uri: store.location.uri.clone() })
@@ -169,5 +168,5 @@ fn not_a_table(store: &TableStore) -> Option<OpenError> {
     let location = &store.location;
     let path = std::path::PathBuf::from(format!("/{}", location.root));
     (location.kind == crate::storage::StoreKind::Local && path.is_file())
-        .then(|| OpenError::NotATable { uri: location.uri.clone(), reason: "it is a file, and a table is a folder".into() })
+        .then(|| OpenError::NotATable { uri: location.uri.clone() })
 }

@@ -119,13 +119,13 @@ impl Table {
             .list(Some(&prefix))
             .try_collect()
             .await
-            .map_err(|source| StorageError { action: "listing", path: self.store.location.display(&prefix), source })
+            .map_err(|source| StorageError::new("listing", self.store.location.display(&prefix), source))
     }
 
     async fn remove_object(&self, path: &Path) -> Result<(), StorageError> {
         match self.store.location.store.delete(path).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
-            Err(source) => Err(StorageError { action: "removing", path: self.store.location.display(path), source }),
+            Err(source) => Err(StorageError::new("removing", self.store.location.display(path), source)),
         }
     }
 
@@ -133,7 +133,7 @@ impl Table {
         let shown = self.store.location.display(path);
         let bytes = crate::storage::get_metadata(self.store.location.store.as_ref(), path)
             .await
-            .map_err(|source| StorageError { action: "reading", path: shown.clone(), source })?;
+            .map_err(|source| StorageError::new("reading", shown.clone(), source))?;
         Ok(crate::decode::transaction(&shown, &bytes)?)
     }
 }

@@ -240,10 +240,10 @@ impl Table {
         let path = self.store.path(&naming::staged_transaction_name(id));
         let shown = self.store.location.display(&path);
         let bytes = match crate::storage::get_metadata(self.store.location.store.as_ref(), &path).await {
-            Err(object_store::Error::NotFound { .. }) => return Err(not_found()),
+            Err(crate::error::StorageCause::ObjectStore(object_store::Error::NotFound { .. })) => return Err(not_found()),
             other => other,
         }
-        .map_err(|source| StorageError { action: "reading", path: shown.clone(), source })?;
+        .map_err(|source| StorageError::new("reading", shown.clone(), source))?;
         Ok(crate::decode::transaction(&shown, &bytes)?)
     }
 
@@ -316,7 +316,7 @@ impl Table {
         let latest = self.latest().await?;
         let Some(version) = self.store.version_with_key(key, latest.version()).await? else { return Ok(None) };
         let Some(m) = self.store.read_manifest(version).await? else { return Ok(None) };
-        commit::replay_of(&m, key, operation).map(Some).map_err(WriteError::from)
+        CommitInfo::replay_of(&m, key, operation).map(Some).map_err(WriteError::from)
     }
 }
 

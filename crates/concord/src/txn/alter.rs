@@ -5,11 +5,34 @@
 
 use std::collections::BTreeMap;
 
+use async_trait::async_trait;
+
+use super::action::{Action, Cx, NextState};
+use crate::error::CommitError;
 use crate::format::manifest::{Manifest, NewColumn, Operation};
 use crate::format::schema::{Field, Schema};
 
+/// A schema or property change at commit: the base's schema or properties changed,
+/// its rows untouched.
+pub(crate) struct AlterAction(pub Operation);
+
+#[async_trait]
+impl Action for AlterAction {
+    fn operation(&self) -> &Operation {
+        &self.0
+    }
+
+    async fn apply(&mut self, _cx: &Cx<'_>, base: &Manifest) -> Result<NextState, CommitError> {
+        Ok(NextState {
+            schema: schema_after(&base.schema, &self.0),
+            properties: properties_after(base, &self.0),
+            ..NextState::with_segments(base, base.segments.clone(), base.next_fragment_id)
+        })
+    }
+}
+
 /// The base's schema after `operation` (unchanged for non-schema operations).
-pub(crate) fn schema_after(base: &Schema, operation: &Operation) -> Schema {
+fn schema_after(base: &Schema, operation: &Operation) -> Schema {
     let mut schema = base.clone();
     match operation {
         Operation::AddColumn { column } => {
@@ -31,7 +54,7 @@ pub(crate) fn schema_after(base: &Schema, operation: &Operation) -> Schema {
 }
 
 /// The base's properties after `operation` (unchanged unless it sets properties).
-pub(crate) fn properties_after(base: &Manifest, operation: &Operation) -> BTreeMap<String, String> {
+fn properties_after(base: &Manifest, operation: &Operation) -> BTreeMap<String, String> {
     let mut properties = base.properties.clone();
     if let Operation::SetProperties { set, unset } = operation {
         for key in unset {

@@ -1,12 +1,25 @@
-//! Append: adds fragments on top of whatever the base version holds.
+//! Append: adds fragments on top of whatever the base version holds. Rebases over
+//! every winner (a schema change is judged by the conflict rules first).
 
-use super::apply::{add_fragments, NextState};
-use crate::env::Env;
+use async_trait::async_trait;
+
+use super::action::{Action, Cx, NextState};
+use super::apply::add_fragments;
 use crate::error::CommitError;
-use crate::format::manifest::{Manifest, NewFragment};
-use crate::storage::TableStore;
+use crate::format::manifest::{Manifest, Operation};
 
-pub(crate) async fn apply(store: &TableStore, env: &Env, base: &Manifest, new: &[NewFragment]) -> Result<NextState, CommitError> {
-    let (segments, next_fragment_id) = add_fragments(store, env, base.segments.clone(), base.next_fragment_id, new).await?;
-    Ok(NextState { schema: base.schema.clone(), segments, next_fragment_id })
+/// An `append` at commit.
+pub(crate) struct AppendAction(pub Operation);
+
+#[async_trait]
+impl Action for AppendAction {
+    fn operation(&self) -> &Operation {
+        &self.0
+    }
+
+    async fn apply(&mut self, cx: &Cx<'_>, base: &Manifest) -> Result<NextState, CommitError> {
+        let Operation::Append { fragments } = &self.0 else { unreachable!("an append action holds an append") };
+        let (segments, next_fragment_id) = add_fragments(cx.store, cx.env, base.segments.clone(), base.next_fragment_id, fragments).await?;
+        Ok(NextState::with_segments(base, segments, next_fragment_id))
+    }
 }

@@ -1,19 +1,11 @@
 //! Shared mechanics for building a version's state: adding fragments as a new
-//! level-0 segment and merging trailing segments (see format::segments).
+//! segment (level by size class) and merging trailing segments (see format::segments).
 
 use crate::env::Env;
 use crate::error::CommitError;
 use crate::format::manifest::{Fragment, NewFragment, Segment, SegmentRef};
 use crate::format::segments;
 use crate::storage::TableStore;
-
-/// The parts of a manifest an action changes.
-#[derive(Debug, Clone)]
-pub(crate) struct NextState {
-    pub schema: crate::format::schema::Schema,
-    pub segments: Vec<SegmentRef>,
-    pub next_fragment_id: u64,
-}
 
 /// Appends `new` (ids assigned from `next_fragment_id`) to `segments`, then merges.
 pub(crate) async fn add_fragments(

@@ -11,15 +11,64 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::apply::{add_fragments, NextState};
-use super::delete::{fragments_in_scope, RerunScope};
+use async_trait::async_trait;
+
+use super::action::{Action, Cx, NextState};
+use super::apply::add_fragments;
+use super::conflict::RerunScope;
+use super::delete::fragments_in_scope;
 use crate::env::Env;
 use crate::error::{CommitError, WriteError};
-use crate::format::manifest::{CompactGroup, CompactInput, Fragment, Manifest, Segment};
+use crate::format::manifest::{CompactGroup, CompactInput, Fragment, Manifest, Operation, Segment};
 use crate::format::schema::Schema;
 use crate::io::scan::{self, ScanPlan};
 use crate::io::writer;
 use crate::storage::TableStore;
+
+/// A `compact` at commit. Its re-run drops or redoes the groups winners made stale;
+/// their old outputs are replaced files.
+pub(crate) struct CompactAction {
+    op: Operation,
+    replaced: Vec<String>,
+}
+
+impl CompactAction {
+    pub fn new(op: Operation) -> Self {
+        CompactAction { op, replaced: Vec::new() }
+    }
+}
+
+#[async_trait]
+impl Action for CompactAction {
+    fn operation(&self) -> &Operation {
+        &self.op
+    }
+
+    async fn apply(&mut self, cx: &Cx<'_>, base: &Manifest) -> Result<NextState, CommitError> {
+        let Operation::Compact { groups, .. } = &self.op else { unreachable!("a compact action holds a compaction") };
+        apply(cx.store, cx.env, base, groups).await
+    }
+
+    async fn rerun(&mut self, cx: &Cx<'_>, base: &Manifest, _scope: &RerunScope) -> Result<(), CommitError> {
+        let Operation::Compact { groups, .. } = &mut self.op else { unreachable!("a compact action holds a compaction") };
+        self.replaced.extend(revalidate(cx.store, cx.env, base, groups).await?);
+        Ok(())
+    }
+
+    /// Gives way: nothing left to rewrite commits nothing.
+    fn no_change(&self, rerun_done: bool) -> Option<&'static str> {
+        let Operation::Compact { groups, .. } = &self.op else { unreachable!("a compact action holds a compaction") };
+        groups.is_empty().then_some(if rerun_done {
+            "newer versions changed or removed every fragment it was rewriting"
+        } else {
+            "no fragment is smaller than the target or has deleted rows"
+        })
+    }
+
+    fn take_replaced_files(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.replaced)
+    }
+}
 
 /// Groups worth rewriting, in fragment order: runs of consecutive fragments that are
 /// smaller than `target_rows` or have deleted rows, each run cut so that its live rows
@@ -89,7 +138,7 @@ fn group_state(group: &CompactGroup, current: &HashMap<u64, Fragment>) -> GroupS
 /// Brings `groups` up to date with `base`: keeps unchanged groups, redoes those whose
 /// inputs gained deleted rows, drops those with an input gone. Returns the data files
 /// of replaced outputs (no longer referenced; removable).
-pub(crate) async fn revalidate(
+async fn revalidate(
     store: &TableStore,
     env: &Env,
     base: &Manifest,
@@ -107,11 +156,7 @@ pub(crate) async fn revalidate(
             GroupState::DeletionsChanged => {
                 replaced.extend(output_files(&group));
                 let inputs: Vec<Fragment> = group.inputs.iter().map(|i| current[&i.fragment_id].clone()).collect();
-                let redone = rewrite(store, env, &base.schema, &inputs).await.map_err(|e| match e {
-                    WriteError::Storage(s) => CommitError::Storage(s),
-                    WriteError::Corrupt(c) => CommitError::Corrupt(c),
-                    other => CommitError::RerunFailed { version: base.version, reason: other.to_string() },
-                })?;
+                let redone = rewrite(store, env, &base.schema, &inputs).await.map_err(|e| CommitError::rerun(base.version, e))?;
                 kept.push(redone);
             }
         }
@@ -126,7 +171,7 @@ fn output_files(group: &CompactGroup) -> Vec<String> {
 
 /// The base with every group's inputs replaced by its outputs (groups already
 /// revalidated against this base). Outputs get ids in group order from `next_fragment_id`.
-pub(crate) async fn apply(store: &TableStore, env: &Env, base: &Manifest, groups: &[CompactGroup]) -> Result<NextState, CommitError> {
+async fn apply(store: &TableStore, env: &Env, base: &Manifest, groups: &[CompactGroup]) -> Result<NextState, CommitError> {
     let consumed: HashSet<u64> = groups.iter().flat_map(|g| g.inputs.iter().map(|i| i.fragment_id)).collect();
     let mut segments = Vec::with_capacity(base.segments.len());
     for reference in &base.segments {
@@ -144,7 +189,7 @@ pub(crate) async fn apply(store: &TableStore, env: &Env, base: &Manifest, groups
     }
     let outputs: Vec<_> = groups.iter().flat_map(|g| g.outputs.iter().cloned()).collect();
     let (segments, next_fragment_id) = add_fragments(store, env, segments, base.next_fragment_id, &outputs).await?;
-    Ok(NextState { schema: base.schema.clone(), segments, next_fragment_id })
+    Ok(NextState::with_segments(base, segments, next_fragment_id))
 }
 
 #[cfg(test)]

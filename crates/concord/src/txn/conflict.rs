@@ -3,10 +3,33 @@
 
 use std::ops::Range;
 
+use crate::error::IncompatibleReason;
 use crate::format::manifest::{CompactGroup, FragmentDeletion, IsolationLevel, Manifest, Operation};
 use crate::format::schema::Schema;
 
-pub use super::delete::RerunScope;
+/// Which fragments of the base a re-run reads (what a [`Resolution::Rerun`] asks for).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RerunScope {
+    /// Fragments whose ids fall in these ranges (those a winner added).
+    Fragments(Vec<Range<u64>>),
+    /// Every fragment: the winner replaced the table.
+    Everything,
+}
+
+impl RerunScope {
+    /// The union of `current` (if any) and `more`.
+    pub(crate) fn widen(current: Option<RerunScope>, more: RerunScope) -> RerunScope {
+        match (current, more) {
+            (Some(RerunScope::Everything), _) | (_, RerunScope::Everything) => RerunScope::Everything,
+            (Some(RerunScope::Fragments(mut a)), RerunScope::Fragments(b)) => {
+                a.extend(b);
+                RerunScope::Fragments(a)
+            }
+            (None, scope) => scope,
+        }
+    }
+}
 
 /// What to do about one winning transaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,7 +40,10 @@ pub enum Resolution {
     /// of the new state, then rebase.
     Rerun(RerunScope),
     /// No serial order ending with our transaction exists.
-    Incompatible { reason: String },
+    Incompatible {
+        /// What the winner did.
+        reason: IncompatibleReason,
+    },
 }
 
 /// A transaction committed after our read version.
@@ -106,7 +132,7 @@ fn rule_properties_rebase() -> Resolution {
 fn rule_added_name_still_free(name: &str, ours: &Schema, theirs: &Schema) -> Resolution {
     match theirs.field(name) {
         Some(taken) if ours.field_by_id(taken.id).is_none_or(|f| f.name != name) => Resolution::Incompatible {
-            reason: format!("it added a column named '{name}' ({}) too; re-run the add under another name if both are wanted", taken.column_type),
+            reason: IncompatibleReason::ColumnAddedToo { name: name.to_string(), column_type: taken.column_type },
         },
         _ => Resolution::Rebase,
     }
@@ -116,10 +142,10 @@ fn rule_added_name_still_free(name: &str, ours: &Schema, theirs: &Schema) -> Res
 /// took the new name.
 fn rule_renamed_column_unchanged(field_id: u32, from: &str, to: &str, theirs: &Schema) -> Resolution {
     let reason = match theirs.field_by_id(field_id) {
-        None => format!("it removed column '{from}'"),
-        Some(f) if f.name != from => format!("it renamed column '{from}' to '{}'", f.name),
+        None => IncompatibleReason::ColumnRemoved { column: from.to_string() },
+        Some(f) if f.name != from => IncompatibleReason::ColumnRenamed { from: from.to_string(), to: f.name.clone() },
         Some(_) => match theirs.field(to) {
-            Some(taken) if taken.id != field_id => format!("it added a column named '{to}'"),
+            Some(taken) if taken.id != field_id => IncompatibleReason::NameTaken { name: to.to_string() },
             _ => return Resolution::Rebase,
         },
     };
@@ -155,12 +181,10 @@ fn rule_read_columns_still_exist(read: &[u32], ours: &Schema, theirs: &Schema) -
         let name = ours.field_by_id(*id).map_or_else(|| format!("#{id}"), |f| f.name.clone());
         let mine = ours.field_by_id(*id);
         let reason = match (mine, theirs.field_by_id(*id)) {
-            (_, None) => format!("it removed column '{name}', which this operation reads or sets"),
-            (Some(m), Some(t)) if m.name != t.name => {
-                format!("it renamed column '{}' to '{}', which this operation reads or sets by name", m.name, t.name)
-            }
+            (_, None) => IncompatibleReason::ColumnRemoved { column: name },
+            (Some(m), Some(t)) if m.name != t.name => IncompatibleReason::ColumnRenamed { from: m.name.clone(), to: t.name.clone() },
             (Some(m), Some(t)) if m.column_type != t.column_type => {
-                format!("it changed column '{}' from {} to {}, which this operation reads or sets", m.name, m.column_type, t.column_type)
+                IncompatibleReason::ColumnTypeChanged { column: m.name.clone(), from: m.column_type, to: t.column_type }
             }
             _ => return None,
         };
@@ -275,21 +299,17 @@ fn rule_written_columns_still_fit(mut written: Vec<u32>, ours: &Schema, theirs: 
     for id in &written {
         let mine = ours.field_by_id(*id);
         match (mine, theirs.field_by_id(*id)) {
-            (Some(m), None) => {
-                return Resolution::Incompatible { reason: format!("it removed column '{}', which this write sets", m.name) };
-            }
+            (Some(m), None) => return Resolution::Incompatible { reason: IncompatibleReason::ColumnRemoved { column: m.name.clone() } },
             (Some(m), Some(t)) if m.column_type != t.column_type => {
                 return Resolution::Incompatible {
-                    reason: format!("it changed column '{}' from {} to {}", m.name, m.column_type, t.column_type),
+                    reason: IncompatibleReason::ColumnTypeChanged { column: m.name.clone(), from: m.column_type, to: t.column_type },
                 };
             }
             _ => {}
         }
     }
     if let Some(missing) = theirs.fields.iter().find(|f| !f.nullable && f.default.is_none() && written.binary_search(&f.id).is_err()) {
-        return Resolution::Incompatible {
-            reason: format!("it made column '{}' required (not null), and this write has no values for it", missing.name),
-        };
+        return Resolution::Incompatible { reason: IncompatibleReason::ColumnNowRequired { column: missing.name.clone() } };
     }
     Resolution::Rebase
 }
@@ -353,11 +373,11 @@ mod tests {
         dropped.schema = schema("name varchar");
         dropped.schema.fields[0].id = 1;
         let got = resolve(&delete, &ours_schema, S, Winner { manifest: &dropped, added: 0..0 });
-        assert!(matches!(got, Resolution::Incompatible { reason } if reason.contains("removed column 'id'")));
+        assert!(matches!(got, Resolution::Incompatible { reason } if reason.to_string().contains("removed column 'id'")));
         let mut renamed = manifest_of(Operation::Restore { version: 1 });
         renamed.schema.fields[0].name = "key".into();
         let got = resolve(&delete, &ours_schema, S, Winner { manifest: &renamed, added: 0..0 });
-        assert!(matches!(got, Resolution::Incompatible { reason } if reason.contains("renamed column 'id' to 'key'")));
+        assert!(matches!(got, Resolution::Incompatible { reason } if reason.to_string().contains("renamed column 'id' to 'key'")));
     }
 
     #[test]

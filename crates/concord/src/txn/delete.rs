@@ -5,27 +5,97 @@
 //! version (so concurrent deletes merge); deltas of fragments the base no longer has
 //! are dropped (their rows are gone). Only segments holding touched fragments are
 //! rewritten. A re-run evaluates the predicate on the fragments a winner added.
+//! [`DeletionState`] is shared by every action that deletes rows (delete, overwrite
+//! --where, update, merge).
 
 use std::collections::BTreeMap;
-use std::ops::Range;
 
-use super::apply::NextState;
-use crate::env::Env;
+use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
+use super::action::{Action, Cx, NextState};
+use super::apply::add_fragments;
+use super::conflict::RerunScope;
+use crate::env::Env;
 use crate::error::{CommitError, ScanError};
-use crate::format::manifest::{DeletionRef, Fragment, FragmentDeletion, Manifest, Segment, SegmentRef};
+use crate::format::manifest::{DeletionRef, Fragment, FragmentDeletion, Manifest, NewFragment, Operation, Segment, SegmentRef};
+use crate::format::schema::Schema;
 use crate::io::predicate::{self, Predicate, RowTest};
 use crate::io::{deletion, scan};
 use crate::storage::TableStore;
 
-/// Which fragments of the base a re-run reads.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RerunScope {
-    /// Fragments whose ids fall in these ranges (those a winner added).
-    Fragments(Vec<Range<u64>>),
-    /// Every fragment: the winner replaced the table.
-    Everything,
+/// A `delete` at commit.
+pub(crate) struct DeleteAction {
+    op: Operation,
+    state: DeletionState,
+}
+
+impl DeleteAction {
+    pub fn new(op: Operation) -> Self {
+        DeleteAction { op, state: DeletionState::default() }
+    }
+}
+
+#[async_trait]
+impl Action for DeleteAction {
+    fn operation(&self) -> &Operation {
+        &self.op
+    }
+
+    async fn apply(&mut self, cx: &Cx<'_>, base: &Manifest) -> Result<NextState, CommitError> {
+        let Operation::Delete { deletions, .. } = &self.op else { unreachable!("a delete action holds a delete") };
+        self.state.apply(cx, base, deletions, &[]).await
+    }
+
+    async fn rerun(&mut self, cx: &Cx<'_>, base: &Manifest, scope: &RerunScope) -> Result<(), CommitError> {
+        let Operation::Delete { predicate, deletions, .. } = &mut self.op else { unreachable!("a delete action holds a delete") };
+        self.state.rerun_predicate(cx, base, predicate, deletions, scope).await
+    }
+}
+
+/// What the actions that delete rows keep between commit attempts: the rewrites of
+/// segments already made ([`ApplyMemo`]) and their predicate compiled per schema.
+#[derive(Default)]
+pub(crate) struct DeletionState {
+    memo: ApplyMemo,
+    compiled: Option<(Schema, Predicate)>,
+}
+
+impl DeletionState {
+    /// `base` with `deletions` applied, then `fragments` added.
+    pub async fn apply(&mut self, cx: &Cx<'_>, base: &Manifest, deletions: &[FragmentDeletion], fragments: &[NewFragment]) -> Result<NextState, CommitError> {
+        let (deleted, rows_deleted) = apply(cx.store, cx.env, base, deletions, &mut self.memo).await?;
+        let (segments, next_fragment_id) = add_fragments(cx.store, cx.env, deleted, base.next_fragment_id, fragments).await?;
+        Ok(NextState { rows_deleted, ..NextState::with_segments(base, segments, next_fragment_id) })
+    }
+
+    /// The deletions were replaced wholesale (a re-run over everything): memoized
+    /// rewrites no longer apply.
+    pub fn forget(&mut self) {
+        self.memo.clear();
+    }
+
+    /// Re-evaluates `sql` on the fragments of `base` in `scope`, adding what it finds
+    /// to `deletions` (`Fragments`) or replacing them (`Everything`).
+    pub async fn rerun_predicate(
+        &mut self,
+        cx: &Cx<'_>,
+        base: &Manifest,
+        sql: &str,
+        deletions: &mut Vec<FragmentDeletion>,
+        scope: &RerunScope,
+    ) -> Result<(), CommitError> {
+        let predicate = compile_for(base, sql, cx.now, &mut self.compiled)?;
+        let found = rerun(cx.store, cx.env, base, predicate, scope).await?;
+        match scope {
+            RerunScope::Everything => {
+                *deletions = found;
+                self.forget();
+            }
+            RerunScope::Fragments(_) => deletions.extend(found),
+        }
+        Ok(())
+    }
 }
 
 /// Live rows of `fragments` that pass `test`, written as delta deletion vectors.
@@ -50,15 +120,15 @@ pub(crate) async fn find(
 /// `sql` compiled for `base`'s schema (with `now()` at `now`), reusing `cached` when
 /// the schema is the same (compiling costs far more than re-running on a few new
 /// fragments). A predicate the winners made unusable fails the re-run.
-pub(crate) fn compile_for<'a>(
+fn compile_for<'a>(
     base: &Manifest,
     sql: &str,
     now: DateTime<Utc>,
-    cached: &'a mut Option<(crate::format::schema::Schema, Predicate)>,
+    cached: &'a mut Option<(Schema, Predicate)>,
 ) -> Result<&'a Predicate, CommitError> {
     if cached.as_ref().is_none_or(|(schema, _)| *schema != base.schema) {
         let predicate = predicate::compile(sql, &base.schema, now)
-            .map_err(|e| CommitError::RerunFailed { version: base.version, reason: format!("the predicate no longer applies: {e}") })?;
+            .map_err(|e| CommitError::rerun(base.version, e))?;
         *cached = Some((base.schema.clone(), predicate));
     }
     Ok(&cached.as_ref().expect("just set").1)
@@ -66,7 +136,7 @@ pub(crate) fn compile_for<'a>(
 
 /// Re-evaluates `predicate` on the base fragments in `scope`; returns the deletions to
 /// add (`Fragments`) or the complete new set (`Everything`).
-pub(crate) async fn rerun(
+async fn rerun(
     store: &TableStore,
     env: &Env,
     base: &Manifest,
@@ -107,16 +177,16 @@ pub(crate) async fn fragments_in_scope(store: &TableStore, base: &Manifest, scop
 /// cleared when a re-run replaces the deletions (scope `Everything`). It makes an
 /// attempt cost O(segments new since the last attempt), so a delete keeps up with a
 /// stream of appends instead of redoing all its work each time.
-pub(crate) type ApplyMemo = std::collections::HashMap<String, (Option<SegmentRef>, u64)>;
+type ApplyMemo = std::collections::HashMap<String, (Option<SegmentRef>, u64)>;
 
-/// The base with `deletions` applied, and how many rows that newly deleted.
-pub(crate) async fn apply(
+/// The base's segments with `deletions` applied, and how many rows that newly deleted.
+async fn apply(
     store: &TableStore,
     env: &Env,
     base: &Manifest,
     deletions: &[FragmentDeletion],
     memo: &mut ApplyMemo,
-) -> Result<(NextState, u64), CommitError> {
+) -> Result<(Vec<SegmentRef>, u64), CommitError> {
     let mut by_fragment: BTreeMap<u64, Vec<&FragmentDeletion>> = BTreeMap::new();
     for d in deletions {
         by_fragment.entry(d.fragment_id).or_default().push(d);
@@ -172,16 +242,11 @@ pub(crate) async fn apply(
         memo.insert(reference.path.clone(), (rewritten.clone(), newly_deleted - deleted_before));
         segments.extend(rewritten);
     }
-    let next = NextState { schema: base.schema.clone(), segments, next_fragment_id: base.next_fragment_id };
-    Ok((next, newly_deleted))
+    Ok((segments, newly_deleted))
 }
 
 /// A scan inside a commit's re-run: storage and corruption stay what they are; the
 /// predicate failing on the new rows fails the re-run (nothing is corrupt).
 pub(crate) fn scan_to_commit(version: u64) -> impl Fn(ScanError) -> CommitError {
-    move |e| match e {
-        ScanError::Storage(s) => CommitError::Storage(s),
-        ScanError::Corrupt(c) => CommitError::Corrupt(c),
-        other => CommitError::RerunFailed { version, reason: other.to_string() },
-    }
+    move |e| CommitError::rerun(version, e)
 }

@@ -18,7 +18,11 @@ use arrow::compute::{filter_record_batch, interleave};
 use arrow::error::ArrowError;
 use arrow::row::OwnedRow;
 
-use super::delete::{self, RerunScope};
+use async_trait::async_trait;
+
+use super::action::{Action, Cx, NextState};
+use super::conflict::RerunScope;
+use super::delete::{self, DeletionState};
 use crate::env::Env;
 use crate::error::{CommitError, InputError, WriteError};
 use crate::format::manifest::{Fragment, FragmentDeletion, Manifest, NewFragment, Operation, PartialMerge};
@@ -51,7 +55,7 @@ pub(crate) async fn prepare(
     }
     let source_rows = Source { keys: key_set, batches: input.batches, present: input.present.clone() };
     let matched = match_rows(store, env, schema, &source_rows, fragments).await?;
-    let inserted = source_rows.unmatched(&matched.keys).map_err(|e| WriteError::Encode { reason: e.to_string() })?;
+    let inserted = source_rows.unmatched(&matched.keys).map_err(WriteError::encode)?;
     if let Some(e) = missing_for_insert(schema, &source_rows, &inserted, source) {
         return Err(e.into());
     }
@@ -71,7 +75,7 @@ pub(crate) async fn prepare(
 }
 
 /// A merge's source rows (table schema), by key.
-pub(crate) struct Source {
+struct Source {
     keys: KeySet,
     batches: Vec<RecordBatch>,
     /// Field ids of the columns the source has.
@@ -128,7 +132,7 @@ async fn match_rows(store: &TableStore, env: &Env, schema: &Schema, source: &Sou
     let deletions = delete::find(store, env, fragments, &source.keys).await?;
     let plan = Arc::new(ScanPlan { fields: schema.fields.clone(), output: schema.arrow_schema(), predicate: None });
     let mut matched = Matched { deletions: Vec::new(), rows: Vec::new(), keys: HashSet::new() };
-    let encode = |e: ArrowError| WriteError::Encode { reason: e.to_string() };
+    let encode = WriteError::encode;
     for d in &deletions {
         let fragment = fragments.iter().find(|f| f.id == d.fragment_id).expect("deletions are of these fragments");
         for batch in scan::read_fragment(store, fragment, plan.clone()).await? {
@@ -167,21 +171,56 @@ fn missing_for_insert(schema: &Schema, source: &Source, inserted: &[RecordBatch]
 /// The source keys of a prepared merge, read back from its own data files (a full
 /// merge's are its source rows; a partial merge's hold every source key, the first
 /// row of each with the source's values).
-pub(crate) async fn source_keys(store: &TableStore, schema: &Schema, keys: &[String], source: &[NewFragment]) -> Result<Source, CommitError> {
-    let failed = |reason: String| CommitError::RerunFailed { version: 0, reason };
-    let fields = KeySet::fields_for(schema, keys).map_err(|e| failed(format!("the merge's key no longer applies: {e}")))?;
+async fn source_keys(store: &TableStore, schema: &Schema, keys: &[String], source: &[NewFragment], version: u64) -> Result<Source, CommitError> {
+    let fields = KeySet::fields_for(schema, keys).map_err(|e| CommitError::rerun(version, e))?;
     let plan = Arc::new(ScanPlan { fields: schema.fields.clone(), output: schema.arrow_schema(), predicate: None });
     let mut batches = Vec::new();
     for new in source {
         let fragment = Fragment { id: 0, files: new.files.clone(), physical_rows: new.rows, deletion: None };
-        batches.extend(scan::read_fragment(store, &fragment, plan.clone()).await.map_err(super::delete::scan_to_commit(0))?);
+        batches.extend(scan::read_fragment(store, &fragment, plan.clone()).await.map_err(super::delete::scan_to_commit(version))?);
     }
     let keys = KeySet::from_rows(schema, fields, &batches, Duplicates::KeepFirst).expect("duplicates are kept, not refused");
     Ok(Source { keys, batches, present: schema.fields.iter().map(|f| f.id).collect() })
 }
 
+/// A `merge` at commit. The source, read back from its own data files, is kept across
+/// attempts (it only changes with the schema).
+pub(crate) struct MergeAction {
+    op: Operation,
+    state: DeletionState,
+    source: Option<(Schema, Source)>,
+}
+
+impl MergeAction {
+    pub fn new(op: Operation) -> Self {
+        MergeAction { op, state: DeletionState::default(), source: None }
+    }
+}
+
+#[async_trait]
+impl Action for MergeAction {
+    fn operation(&self) -> &Operation {
+        &self.op
+    }
+
+    async fn apply(&mut self, cx: &Cx<'_>, base: &Manifest) -> Result<NextState, CommitError> {
+        let Operation::Merge { deletions, fragments, .. } = &self.op else { unreachable!("a merge action holds a merge") };
+        self.state.apply(cx, base, deletions, fragments).await
+    }
+
+    async fn rerun(&mut self, cx: &Cx<'_>, base: &Manifest, scope: &RerunScope) -> Result<(), CommitError> {
+        let Operation::Merge { keys, deletions, fragments, partial, .. } = &mut self.op else { unreachable!("a merge action holds a merge") };
+        let parts = MergeParts { deletions, fragments, partial };
+        rerun(cx.store, cx.env, base, keys, parts, scope, &mut self.source).await?;
+        if matches!(scope, RerunScope::Everything) {
+            self.state.forget();
+        }
+        Ok(())
+    }
+}
+
 /// The parts of a merge operation a re-run changes.
-pub(crate) struct MergeParts<'a> {
+struct MergeParts<'a> {
     pub deletions: &'a mut Vec<FragmentDeletion>,
     pub fragments: &'a mut Vec<NewFragment>,
     pub partial: &'a mut Option<PartialMerge>,
@@ -189,7 +228,7 @@ pub(crate) struct MergeParts<'a> {
 
 /// Re-runs a merge on `base` over `scope`. `cached` holds the source read back (it
 /// does not change between attempts).
-pub(crate) async fn rerun(
+async fn rerun(
     store: &TableStore,
     env: &Env,
     base: &Manifest,
@@ -198,12 +237,9 @@ pub(crate) async fn rerun(
     scope: &RerunScope,
     cached: &mut Option<(Schema, Source)>,
 ) -> Result<(), CommitError> {
-    let failed = |reason: String| CommitError::RerunFailed { version: base.version, reason };
+    let failed = |e: WriteError| CommitError::rerun(base.version, e);
     if cached.as_ref().is_none_or(|(schema, _)| *schema != base.schema) {
-        let mut source = source_keys(store, &base.schema, keys, parts.fragments).await.map_err(|e| match e {
-            CommitError::RerunFailed { reason, .. } => failed(reason),
-            other => other,
-        })?;
+        let mut source = source_keys(store, &base.schema, keys, parts.fragments, base.version).await?;
         if let Some(p) = parts.partial.as_ref() {
             source.present = p.present.clone();
         }
@@ -220,20 +256,16 @@ pub(crate) async fn rerun(
         }
         return Ok(());
     };
-    let write_failed = |e: WriteError| match e {
-        WriteError::Storage(s) => CommitError::Storage(s),
-        WriteError::Corrupt(c) => CommitError::Corrupt(c),
-        other => failed(other.to_string()),
-    };
+    let write_failed = failed;
     let matched = match_rows(store, env, &base.schema, source, &in_scope).await.map_err(write_failed)?;
     let merged = writer::write_fragments(store, env, &base.schema, &matched.rows).await.map_err(write_failed)?;
     let (updated, inserted) = match scope {
         // Everything was replaced: merge anew; source keys no row holds now are inserted.
         RerunScope::Everything => {
             *parts.deletions = matched.deletions;
-            let inserted = source.unmatched(&matched.keys).map_err(|e| failed(e.to_string()))?;
+            let inserted = source.unmatched(&matched.keys).map_err(|e| failed(WriteError::encode(e)))?;
             if let Some(e) = missing_for_insert(&base.schema, source, &inserted, "the merge source") {
-                return Err(failed(e.to_string()));
+                return Err(failed(e.into()));
             }
             (merged, writer::write_fragments(store, env, &base.schema, &inserted).await.map_err(write_failed)?)
         }
@@ -244,7 +276,11 @@ pub(crate) async fn rerun(
             let mut updated = parts.fragments[..partial.updated].to_vec();
             updated.extend(merged);
             let inserted = parts.fragments[partial.updated..].to_vec();
-            let inserted = if matched.keys.is_empty() { inserted } else { without_keys(store, env, &base.schema, source, inserted, &matched.keys).await? };
+            let inserted = if matched.keys.is_empty() {
+                inserted
+            } else {
+                without_keys(store, env, &base.schema, source, inserted, &matched.keys).await.map_err(failed)?
+            };
             (updated, inserted)
         }
     };
@@ -262,22 +298,18 @@ async fn without_keys(
     source: &Source,
     inserted: Vec<NewFragment>,
     keys: &HashSet<OwnedRow>,
-) -> Result<Vec<NewFragment>, CommitError> {
+) -> Result<Vec<NewFragment>, WriteError> {
     let plan = Arc::new(ScanPlan { fields: schema.fields.clone(), output: schema.arrow_schema(), predicate: None });
-    let failed = |reason: String| CommitError::RerunFailed { version: 0, reason };
     let mut kept = Vec::new();
     for new in &inserted {
         let fragment = Fragment { id: 0, files: new.files.clone(), physical_rows: new.rows, deletion: None };
-        for batch in scan::read_fragment(store, &fragment, plan.clone()).await.map_err(delete::scan_to_commit(0))? {
-            let keep: BooleanArray = source.keys.locate(&batch).map_err(|e| failed(e.to_string()))?.iter().map(|(k, _)| Some(!keys.contains(k))).collect();
-            let rows = filter_record_batch(&batch, &keep).map_err(|e| failed(e.to_string()))?;
+        for batch in scan::read_fragment(store, &fragment, plan.clone()).await? {
+            let keep: BooleanArray = source.keys.locate(&batch).map_err(WriteError::encode)?.iter().map(|(k, _)| Some(!keys.contains(k))).collect();
+            let rows = filter_record_batch(&batch, &keep).map_err(WriteError::encode)?;
             if rows.num_rows() > 0 {
                 kept.push(rows);
             }
         }
     }
-    writer::write_fragments(store, env, schema, &kept).await.map_err(|e| match e {
-        WriteError::Storage(s) => CommitError::Storage(s),
-        other => failed(other.to_string()),
-    })
+    writer::write_fragments(store, env, schema, &kept).await
 }

@@ -1,22 +1,25 @@
 //! Transactions: prepared against a read version, committed with rebase on conflict.
 //!
 //! One file per action (`append`, `overwrite`, `restore`, `delete`, `update`, `merge`,
-//! `alter`, `compact`) computes the next state from
-//! a base version; `conflict` decides (purely) whether a winner allows a rebase;
-//! `commit` runs the attempt loop.
+//! `alter`, `compact`), each implementing [`action::Action`]: its next state from a
+//! base version and its re-run over what a winner changed. `conflict` decides (purely)
+//! what a winner means for a transaction; `commit` runs the attempt loop and `settle`
+//! resolves unclear creates.
 
+mod action;
 pub(crate) mod alter;
 mod append;
-pub(crate) mod apply;
+mod apply;
 pub(crate) mod commit;
 pub(crate) mod compact;
-pub mod conflict;
+pub(crate) mod conflict;
 pub(crate) mod delete;
 pub(crate) mod merge;
-pub(crate) mod update;
 mod overwrite;
 mod restore;
-pub mod retry;
+pub(crate) mod retry;
+pub(crate) mod settle;
+pub(crate) mod update;
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -110,6 +113,7 @@ pub struct CommitOptions {
 
 /// The outcome of a successful commit.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CommitInfo {
     pub version: u64,
     pub operation: String,
@@ -124,4 +128,55 @@ pub struct CommitInfo {
     /// Set when a maintenance operation (compaction) gave way to concurrent writers and
     /// committed nothing: why. `version` is then the latest version it saw.
     pub abandoned: Option<String>,
+}
+
+impl CommitInfo {
+    /// The outcome reported for `manifest`'s transaction (committed now, or earlier).
+    pub(crate) fn of(manifest: &crate::format::manifest::Manifest) -> CommitInfo {
+        let record = &manifest.transaction;
+        CommitInfo {
+            version: manifest.version,
+            operation: record.operation.name().to_string(),
+            transaction_id: record.id,
+            attempts: record.attempts,
+            rebased_over: record.rebased_over.clone(),
+            rerun: record.rerun,
+            rows_written: record.operation.rows_written(),
+            rows_deleted: record.rows_deleted,
+            idempotent_replay: false,
+            abandoned: None,
+        }
+    }
+
+    /// The outcome of a retry whose idempotency `key` version `manifest` carries: a
+    /// replay, if it is the same operation; a different operation cannot be its retry.
+    pub(crate) fn replay_of(manifest: &crate::format::manifest::Manifest, key: &str, operation: &str) -> Result<CommitInfo, crate::error::CommitError> {
+        let theirs = manifest.transaction.operation.name();
+        if theirs != operation {
+            return Err(crate::error::CommitError::KeyOfAnotherOperation {
+                key: key.to_string(),
+                version: manifest.version,
+                operation: theirs.to_string(),
+                ours: operation.to_string(),
+            });
+        }
+        Ok(CommitInfo { idempotent_replay: true, ..CommitInfo::of(manifest) })
+    }
+
+    /// Nothing committed (nothing to change, or maintenance that gave way): the table
+    /// stays at `version`; `reason` says why.
+    pub(crate) fn abandoned(version: u64, txn: &PreparedTransaction, attempts: u32, rerun: bool, reason: &str) -> CommitInfo {
+        CommitInfo {
+            version,
+            operation: txn.operation.name().to_string(),
+            transaction_id: txn.id,
+            attempts,
+            rebased_over: Vec::new(),
+            rerun,
+            rows_written: 0,
+            rows_deleted: 0,
+            idempotent_replay: false,
+            abandoned: Some(reason.to_string()),
+        }
+    }
 }

@@ -6,14 +6,19 @@
 
 use std::sync::Arc;
 
+use async_trait::async_trait;
+
 use arrow::array::{Array, ArrayRef, RecordBatch};
 use chrono::{DateTime, Utc};
 use datafusion::physical_expr::PhysicalExpr;
 use roaring::RoaringBitmap;
 
+use super::action::{Action, Cx, NextState};
+use super::conflict::RerunScope;
+use super::delete::{self, DeletionState};
 use crate::env::Env;
-use crate::error::{InputError, PredicateError, ScanError, WriteError};
-use crate::format::manifest::{Assignment, Fragment, FragmentDeletion, NewFragment};
+use crate::error::{CommitError, InputError, PredicateError, ScanError, WriteError};
+use crate::format::manifest::{Assignment, Fragment, FragmentDeletion, Manifest, NewFragment, Operation};
 use crate::format::schema::{Field, Schema};
 use crate::format::schema::ColumnNameError;
 use crate::io::cast::{self, CastFailure};
@@ -21,6 +26,51 @@ use crate::io::predicate::{self, Predicate};
 use crate::io::scan::{self, ScanPlan};
 use crate::io::{deletion, writer};
 use crate::storage::TableStore;
+
+/// An `update` at commit.
+pub(crate) struct UpdateAction {
+    op: Operation,
+    state: DeletionState,
+}
+
+impl UpdateAction {
+    pub fn new(op: Operation) -> Self {
+        UpdateAction { op, state: DeletionState::default() }
+    }
+}
+
+#[async_trait]
+impl Action for UpdateAction {
+    fn operation(&self) -> &Operation {
+        &self.op
+    }
+
+    async fn apply(&mut self, cx: &Cx<'_>, base: &Manifest) -> Result<NextState, CommitError> {
+        let Operation::Update { deletions, fragments, .. } = &self.op else { unreachable!("an update action holds an update") };
+        self.state.apply(cx, base, deletions, fragments).await
+    }
+
+    /// Evaluates the update on the fragments in scope of the new base: both its
+    /// deletions and its new rows are added (or, for everything, replaced).
+    async fn rerun(&mut self, cx: &Cx<'_>, base: &Manifest, scope: &RerunScope) -> Result<(), CommitError> {
+        let Operation::Update { predicate, set, deletions, fragments, .. } = &mut self.op else { unreachable!("an update action holds an update") };
+        let update = compile(&base.schema, predicate.as_deref(), set, cx.now).map_err(|e| CommitError::rerun(base.version, e))?;
+        let in_scope = delete::fragments_in_scope(cx.store, base, scope).await?;
+        let (more_deletions, more_fragments) = run(cx.store, cx.env, &update, &in_scope).await.map_err(|e| CommitError::rerun(base.version, e))?;
+        match scope {
+            RerunScope::Everything => {
+                *deletions = more_deletions;
+                *fragments = more_fragments;
+                self.state.forget();
+            }
+            RerunScope::Fragments(_) => {
+                deletions.extend(more_deletions);
+                fragments.extend(more_fragments);
+            }
+        }
+        Ok(())
+    }
+}
 
 /// Why an update cannot be planned: a bad expression, or a SET column that names no
 /// column (or several).

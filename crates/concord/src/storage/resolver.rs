@@ -1,7 +1,8 @@
-//! Table URIs to stores: local paths, `file://`, `memory://name`, `s3://bucket/prefix`,
+//! Table URIs to locations: local paths, `file://`, `memory://name`, `s3://bucket/prefix`,
 //! `az://container/prefix`, `gs://bucket/prefix`. Store settings use object_store's
 //! option names (`AWS_REGION`, `AZURE_STORAGE_ACCOUNT_NAME`, ...) and are given to the
 //! resolver (the command line reads them from the environment; nothing here does).
+//! This is the one module that knows every backend (`object_stores`, `dynamodb`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -10,91 +11,9 @@ use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::ObjectStore;
 
-use super::object_store_coordinator::{LatestLookup, Lister, ObjectStoreCoordinator};
-use super::CommitCoordinator;
+use super::location::{StoreKind, TableLocation};
+use super::object_store_coordinator::Lister;
 use crate::error::UriError;
-
-/// Which kind of store a location lives on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StoreKind {
-    Local,
-    Memory,
-    S3,
-    Azure,
-    Gcs,
-}
-
-/// Where a table lives and how it commits.
-#[derive(Debug, Clone)]
-pub struct TableLocation {
-    /// As given by the user, for messages.
-    pub uri: String,
-    pub store: Arc<dyn ObjectStore>,
-    /// The table folder inside `store`.
-    pub root: Path,
-    pub kind: StoreKind,
-    pub coordinator: Arc<dyn CommitCoordinator>,
-    /// Put before object paths in messages, e.g. `/` or `s3://bucket/`.
-    pub display_prefix: String,
-    /// The store's paginated listing, if it has one (see [`TableLocation::with_lister`]).
-    pub lister: Option<Lister>,
-}
-
-impl TableLocation {
-    /// A location on `store` under `root`, committing by put-if-absent on the store.
-    pub fn on_store(uri: impl Into<String>, store: Arc<dyn ObjectStore>, root: Path, kind: StoreKind) -> Self {
-        Self::on_store_named(uri, store, root, kind, default_prefix(kind))
-    }
-
-    /// As [`TableLocation::on_store`], naming objects in messages as `display_prefix` + path.
-    pub fn on_store_named(uri: impl Into<String>, store: Arc<dyn ObjectStore>, root: Path, kind: StoreKind, display_prefix: impl Into<String>) -> Self {
-        let display_prefix = display_prefix.into();
-        let coordinator = Arc::new(
-            ObjectStoreCoordinator::new(store.clone(), root.clone(), latest_lookup(kind)).with_display_prefix(display_prefix.clone()),
-        );
-        TableLocation { uri: uri.into(), store, root, kind, coordinator, display_prefix, lister: None }
-    }
-
-    /// The same location, finding the newest version with `lister` (the same store's
-    /// paginated listing: one-key LIST pages).
-    pub fn with_lister(self, lister: Lister) -> Self {
-        let coordinator = Arc::new(
-            ObjectStoreCoordinator::new(self.store.clone(), self.root.clone(), latest_lookup(self.kind))
-                .with_display_prefix(self.display_prefix.clone())
-                .with_lister(Some(lister.clone())),
-        );
-        TableLocation { coordinator, lister: Some(lister), ..self }
-    }
-
-    /// The same location committing through `coordinator` instead.
-    pub fn with_coordinator(self, coordinator: Arc<dyn CommitCoordinator>) -> Self {
-        TableLocation { coordinator, ..self }
-    }
-
-    /// How an object of this location is named in messages: a path the user can use.
-    pub fn display(&self, path: &Path) -> String {
-        format!("{}{path}", self.display_prefix)
-    }
-}
-
-/// How the latest version is found on a store: object stores list keys in order (one
-/// LIST page finds the newest); local disk and memory do not.
-pub fn latest_lookup(kind: StoreKind) -> LatestLookup {
-    match kind {
-        StoreKind::Local | StoreKind::Memory => LatestLookup::HintThenProbe,
-        StoreKind::S3 | StoreKind::Azure | StoreKind::Gcs => LatestLookup::OrderedListing,
-    }
-}
-
-fn default_prefix(kind: StoreKind) -> &'static str {
-    match kind {
-        StoreKind::Local => "/",
-        StoreKind::Memory => "memory:///",
-        StoreKind::S3 => "s3:///",
-        StoreKind::Azure => "az:///",
-        StoreKind::Gcs => "gs:///",
-    }
-}
 
 /// A store setting and whether an unknown key is an error (given explicitly) or ignored
 /// (picked up from a broad source such as the environment).
@@ -116,6 +35,7 @@ pub struct StoreResolver {
 }
 
 impl StoreResolver {
+    /// A resolver with no settings.
     pub fn new() -> Self {
         Self::default()
     }
@@ -151,22 +71,21 @@ impl StoreResolver {
         self.options.iter().map(|o| (o.key.clone(), o.value.clone())).collect()
     }
 
+    /// The location `uri` names, with this resolver's settings.
     pub fn resolve(&self, uri: &str) -> Result<TableLocation, UriError> {
-        let invalid = |reason: &str| UriError::Invalid { uri: uri.to_string(), reason: reason.to_string() };
+        let malformed = |e: &dyn std::fmt::Display| UriError::Malformed { uri: uri.to_string(), reason: e.to_string() };
         if uri.trim().is_empty() {
-            return Err(invalid("empty"));
+            return Err(UriError::Empty);
         }
         let location = match uri.split_once("://") {
             None if looks_like_a_scheme(uri) => {
-                let scheme = &uri[..uri.find(':').expect("has a colon")];
-                return Err(invalid(&format!(
-                    "'{scheme}:' looks like a URI scheme, but a URI needs '{scheme}://'; a local folder whose name has a colon is written ./{uri}"
-                )));
+                let scheme = uri[..uri.find(':').expect("has a colon")].to_string();
+                return Err(UriError::MissingSlashes { uri: uri.to_string(), scheme });
             }
             None => local(uri, uri),
             Some(("file", _)) => {
-                let url = url::Url::parse(uri).map_err(|e| invalid(&e.to_string()))?;
-                let path = url.to_file_path().map_err(|_| invalid("not an absolute file path"))?;
+                let url = url::Url::parse(uri).map_err(|e| malformed(&e))?;
+                let path = url.to_file_path().map_err(|_| UriError::NotAFilePath { uri: uri.to_string() })?;
                 local(uri, &path.to_string_lossy())
             }
             Some(("memory", name)) => {
@@ -183,7 +102,7 @@ impl StoreResolver {
         if matches!(location.kind, StoreKind::Local | StoreKind::Memory) {
             // Settings that only object stores use would be silently ignored here.
             if let Some(spec) = &self.coordinator {
-                return Err(UriError::Coordinator { spec: spec.clone(), reason: format!("a DynamoDB coordinator commits s3:// tables only, and '{uri}' is not one") });
+                return Err(UriError::CoordinatorNotS3 { spec: spec.clone(), uri: uri.to_string() });
             }
             if let Some(o) = self.options.iter().find(|o| o.strict) {
                 return Err(UriError::OptionNotApplicable { key: o.key.clone(), uri: uri.to_string() });
@@ -193,16 +112,16 @@ impl StoreResolver {
     }
 
     fn object_store(&self, uri: &str, kind: StoreKind) -> Result<TableLocation, UriError> {
-        let url = url::Url::parse(uri).map_err(|e| UriError::Invalid { uri: uri.to_string(), reason: e.to_string() })?;
+        let malformed = |e: &dyn std::fmt::Display| UriError::Malformed { uri: uri.to_string(), reason: e.to_string() };
+        let url = url::Url::parse(uri).map_err(|e| malformed(&e))?;
         let bucket = url.host_str().unwrap_or_default().to_string();
         if bucket.is_empty() {
-            return Err(UriError::Invalid { uri: uri.to_string(), reason: "no bucket or container after the scheme".into() });
+            return Err(UriError::NoBucket { uri: uri.to_string() });
         }
-        let root = Path::parse(url.path().trim_matches('/'))
-            .map_err(|e| UriError::Invalid { uri: uri.to_string(), reason: e.to_string() })?;
+        let root = Path::parse(url.path().trim_matches('/')).map_err(|e| malformed(&e))?;
         let (store, lister) = super::object_stores::build(uri, kind, &self.option_pairs(kind)?)?;
         let prefix = format!("{}://{bucket}/", url.scheme());
-        let location = TableLocation::on_store_named(uri, store, root, kind, prefix).with_lister(Lister(lister));
+        let location = TableLocation::builder(uri, store, root, kind).display_prefix(prefix).lister(Lister(lister)).build();
         match &self.coordinator {
             None => Ok(location),
             Some(spec) => super::dynamodb::coordinator_for(spec, &location, &self.options()),
@@ -236,9 +155,9 @@ fn looks_like_a_scheme(uri: &str) -> bool {
 }
 
 fn local(uri: &str, path: &str) -> Result<TableLocation, UriError> {
-    let invalid = |reason: String| UriError::Invalid { uri: uri.to_string(), reason };
-    let absolute = std::path::absolute(path).map_err(|e| invalid(e.to_string()))?;
-    let root = Path::from_absolute_path(&absolute).map_err(|e| invalid(e.to_string()))?;
+    let malformed = |e: &dyn std::fmt::Display| UriError::Malformed { uri: uri.to_string(), reason: e.to_string() };
+    let absolute = std::path::absolute(path).map_err(|e| malformed(&e))?;
+    let root = Path::from_absolute_path(&absolute).map_err(|e| malformed(&e))?;
     // Durable: every write is fsynced before it returns (see storage::local).
     let store: Arc<dyn ObjectStore> = Arc::new(super::local::SyncedLocalStore::new());
     Ok(TableLocation::on_store(uri, store, root, StoreKind::Local))

@@ -1,0 +1,100 @@
+//! Creating a version and settling an unclear answer: an error, a timeout or "already
+//! exists" is resolved by reading the version back and comparing transaction ids.
+//! Nothing is guessed; only when storage stays unreachable past the retry budget is the
+//! outcome reported unknown.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::{CommitOptions, PreparedTransaction};
+use crate::env::Env;
+use crate::error::{CommitError, CorruptObject, CreateError, StorageCause, StorageError};
+use crate::format::manifest::Manifest;
+use crate::storage::{CreateOutcome, TableStore};
+
+/// How one create attempt ended, once ambiguity is settled.
+pub(crate) enum Attempt {
+    Won,
+    /// Someone else holds the version.
+    Lost,
+    /// The create failed with `cause`, and reading back found nobody holding the version:
+    /// it did not land (yet). Retried at the same version; if the budget ends here, the
+    /// outcome is reported unknown, since a delayed write could still land.
+    NotWritten(StorageError),
+}
+
+/// Creates `version`; on an unclear answer reads it back until it can tell.
+pub(crate) async fn create_and_settle(
+    store: &TableStore,
+    env: &Env,
+    version: u64,
+    bytes: Bytes,
+    txn: &PreparedTransaction,
+    opts: &CommitOptions,
+    started: Duration,
+) -> Result<Attempt, CommitError> {
+    let coordinator = &store.location.coordinator;
+    let cause = match coordinator.create_version(version, bytes).await {
+        Ok(CreateOutcome::Created) => return Ok(Attempt::Won),
+        Ok(CreateOutcome::AlreadyExists) => None,
+        Err(e) => Some(e),
+    };
+    let mut last_error: Option<StorageError> = cause;
+    let mut failures = 0u32;
+    loop {
+        match coordinator.read_version(version).await {
+            Ok(Some(found)) => {
+                let holder = crate::decode::manifest(&coordinator.describe_version(version), version, &found)?;
+                return Ok(if holder.transaction.id == txn.id { Attempt::Won } else { Attempt::Lost });
+            }
+            Ok(None) if last_error.is_some() => return Ok(Attempt::NotWritten(last_error.expect("checked"))),
+            // "Already exists" but unreadable: a store that is not read-after-write
+            // consistent, or a spurious precondition failure. After a few reads, treat it
+            // as not written: creating again is safe (the create is atomic).
+            Ok(None) if failures >= 2 => {
+                return Ok(Attempt::NotWritten(StorageError::new(
+                    "reading back",
+                    coordinator.describe_version(version),
+                    StorageCause::ReportedButUnreadable,
+                )))
+            }
+            Ok(None) => {}
+            Err(e) => last_error = Some(e),
+        }
+        failures += 1;
+        let elapsed = env.clock.monotonic() - started;
+        if elapsed >= opts.retry.timeout || failures >= opts.retry.max_attempts {
+            let cause = last_error
+                .unwrap_or_else(|| StorageError::new("reading back", coordinator.describe_version(version), StorageCause::ReportedButUnreadable));
+            return Err(CommitError::CommitStateUnknown { version, transaction_id: txn.id, cause });
+        }
+        let pause = opts.retry.backoff(failures, opts.retry.min_backoff, |max| env.random_below_or_eq(max));
+        env.clock.sleep(pause).await;
+    }
+}
+
+/// Creates version 0, settling an unclear outcome by reading it back.
+/// `Ok(false)`: another writer's version 0 exists (the table exists).
+pub(crate) async fn create_table(store: &TableStore, manifest: &Manifest) -> Result<bool, CreateError> {
+    let bytes = Bytes::from(serde_json::to_vec(manifest).expect("manifests always serialize"));
+    let coordinator = &store.location.coordinator;
+    let created = match coordinator.create_version(0, bytes).await {
+        Ok(CreateOutcome::Created) => true,
+        Ok(CreateOutcome::AlreadyExists) => false,
+        Err(cause) => match coordinator.read_version(0).await {
+            Ok(Some(found)) => {
+                let holder = crate::decode::manifest(&coordinator.describe_version(0), 0, &found)
+                    .map_err(|e| CorruptObject { path: coordinator.describe_version(0), reason: e.to_string() })?;
+                holder.transaction.id == manifest.transaction.id
+            }
+            Ok(None) => return Err(CreateError::Storage(cause)),
+            Err(_) => return Err(CreateError::StateUnknown { cause }),
+        },
+    };
+    if created {
+        coordinator.after_commit(0).await;
+    }
+    Ok(created)
+}
+
