@@ -396,13 +396,12 @@ fn compact_progress(done: usize, total: usize) {
 impl WriteOp {
     async fn prepare(&self, table: &Table) -> Result<PreparedTransaction, WriteError> {
         match self {
-            WriteOp::Append(files) => table.prepare_append_files(files).await,
-            WriteOp::Overwrite(files, None) => table.prepare_overwrite_files(files).await,
-            WriteOp::Overwrite(files, Some(sql)) => table.prepare_overwrite_files_where(files, sql).await,
+            WriteOp::Append(files) => table.prepare_append(files.clone()).await,
+            WriteOp::Overwrite(files, filter) => table.prepare_overwrite(files.clone(), filter.as_deref()).await,
             WriteOp::Restore(version) => table.prepare_restore(*version).await,
             WriteOp::Delete(sql) => table.prepare_delete(sql).await,
             WriteOp::Update(set, sql) => table.prepare_update(set, sql.as_deref()).await,
-            WriteOp::Merge(file, keys) => table.prepare_merge_files(std::slice::from_ref(file), keys).await,
+            WriteOp::Merge(file, keys) => table.prepare_merge(file.clone(), keys).await,
             WriteOp::AddColumn(definition) => table.prepare_add_column(definition).await,
             WriteOp::DropColumn(name) => table.prepare_drop_column(name).await,
             WriteOp::RenameColumn(from, to) => table.prepare_rename_column(from, to).await,
@@ -413,13 +412,12 @@ impl WriteOp {
 
     async fn run(&self, table: &Table, options: &CommitOptions) -> Result<concord::CommitInfo, WriteError> {
         match self {
-            WriteOp::Append(files) => table.append_files(files, options).await,
-            WriteOp::Overwrite(files, None) => table.overwrite_files(files, options).await,
-            WriteOp::Overwrite(files, Some(sql)) => table.overwrite_files_where(files, sql, options).await,
+            WriteOp::Append(files) => table.append(files.clone(), options).await,
+            WriteOp::Overwrite(files, filter) => table.overwrite(files.clone(), filter.as_deref(), options).await,
             WriteOp::Restore(version) => table.restore(*version, options).await,
             WriteOp::Delete(sql) => table.delete(sql, options).await,
             WriteOp::Update(set, sql) => table.update(set, sql.as_deref(), options).await,
-            WriteOp::Merge(file, keys) => table.merge_files(std::slice::from_ref(file), keys, options).await,
+            WriteOp::Merge(file, keys) => table.merge(file.clone(), keys, options).await,
             WriteOp::AddColumn(definition) => table.add_column(definition, options).await,
             WriteOp::DropColumn(name) => table.drop_column(name, options).await,
             WriteOp::RenameColumn(from, to) => table.rename_column(from, to, options).await,

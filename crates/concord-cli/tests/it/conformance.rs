@@ -5,13 +5,12 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use concord::arrow::array::{Int64Array, RecordBatch, StringArray};
-use concord::object_store::local::LocalFileSystem;
 use concord::object_store::memory::InMemory;
 use concord::object_store::path::Path;
-use concord::object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use concord::object_store::ObjectStore;
 use concord::{
     CommitCoordinator, CommitOptions, CreateOutcome, DynamoDbCoordinator, Env, LatestLookup, ObjectStoreCoordinator, Schema, StoreKind,
-    Table, TableLocation,
+    SyncedLocalStore, Table, TableLocation,
 };
 
 use crate::servers;
@@ -23,7 +22,6 @@ pub struct Fixture {
     pub name: &'static str,
     pub location: TableLocation,
     pub counting: Arc<CountingStore>,
-    pub lookup: LatestLookup,
     /// The DynamoDB coordinator, when the fixture commits through one (its requests
     /// are counted there).
     pub dynamo: Option<Arc<DynamoDbCoordinator>>,
@@ -32,13 +30,16 @@ pub struct Fixture {
 
 impl Fixture {
     fn on(name: &'static str, inner: Arc<dyn ObjectStore>, kind: StoreKind, lookup: LatestLookup, dir: Option<tempfile::TempDir>) -> Self {
+        Self::on_root(name, inner, Path::from("tables/t"), kind, lookup, dir)
+    }
+
+    fn on_root(name: &'static str, inner: Arc<dyn ObjectStore>, root: Path, kind: StoreKind, lookup: LatestLookup, dir: Option<tempfile::TempDir>) -> Self {
         let counting = Arc::new(CountingStore::new(inner));
         let store: Arc<dyn ObjectStore> = counting.clone();
-        let root = Path::from("tables/t");
         let coordinator = Arc::new(ObjectStoreCoordinator::new(store.clone(), root.clone(), lookup));
         let display_prefix = format!("{name}://");
         let location = TableLocation::builder(format!("{name}://tables/t"), store, root, kind).display_prefix(display_prefix).coordinator(coordinator).build();
-        Fixture { name, location, counting, lookup, dynamo: None, _dir: dir }
+        Fixture { name, location, counting, dynamo: None, _dir: dir }
     }
 
     /// A fresh table on a running server, with request counting.
@@ -48,7 +49,6 @@ impl Fixture {
         let real = server.resolver().resolve(&uri).unwrap_or_else(|e| panic!("{}: {e}", server.name));
         let counting = Arc::new(CountingStore::new(real.store().clone()));
         let store: Arc<dyn ObjectStore> = counting.clone();
-        let lookup = concord::latest_lookup(real.kind());
         let mut builder = TableLocation::builder(&uri, store, real.root().clone(), real.kind()).display_prefix(real.display_prefix());
         if let Some(lister) = real.lister().cloned() {
             builder = builder.lister(crate::counting::CountingLister::wrap(lister, &counting));
@@ -61,7 +61,7 @@ impl Fixture {
                 (location.with_coordinator(c.clone()), Some(c))
             }
         };
-        Fixture { name: server.name, location, counting, lookup, dynamo, _dir: None }
+        Fixture { name: server.name, location, counting, dynamo, _dir: None }
     }
 
     /// Requests to the store, plus DynamoDB's for a coordinated fixture.
@@ -86,97 +86,31 @@ pub async fn backends() -> Vec<Fixture> {
 
 /// The backends that need no server: memory (two latest-version lookups) and local disk.
 pub fn local_backends() -> Vec<Fixture> {
+    // The store the product ships for local disk (it fsyncs every write).
     let dir = tempfile::tempdir().unwrap();
-    let local = Arc::new(LocalFileSystem::new_with_prefix(dir.path()).unwrap());
+    let local: Arc<dyn ObjectStore> = Arc::new(SyncedLocalStore::new());
+    let root = Path::from_absolute_path(dir.path()).unwrap();
     vec![
         Fixture::on("memory", Arc::new(InMemory::new()), StoreKind::Memory, LatestLookup::HintThenProbe, None),
         // Memory lists in key order, so it also exercises the ordered-listing lookup object stores use.
         Fixture::on("memory-ordered-listing", Arc::new(InMemory::new()), StoreKind::Memory, LatestLookup::OrderedListing, None),
-        Fixture::on("local", local, StoreKind::Local, LatestLookup::HintThenProbe, Some(dir)),
+        Fixture::on_root("local", local, root, StoreKind::Local, LatestLookup::HintThenProbe, Some(dir)),
     ]
 }
 
-fn manifest_bytes(tag: &str) -> Bytes {
-    Bytes::from(format!("{{\"tag\":\"{tag}\"}}"))
+/// The library's conformance suite (`concord::conformance`) on every backend.
+#[tokio::test]
+async fn coordinator_conformance_on_every_backend() {
+    for f in backends().await {
+        concord::conformance::run(f.name, &f.location).await;
+    }
 }
 
 async fn create_versions(c: &Arc<dyn CommitCoordinator>, range: std::ops::RangeInclusive<u64>) {
     for v in range {
-        assert_eq!(c.create_version(v, manifest_bytes(&v.to_string())).await.unwrap(), CreateOutcome::Created);
+        let manifest = Bytes::from(format!("{{\"tag\":\"{v}\"}}"));
+        assert_eq!(c.create_version(v, manifest).await.unwrap(), CreateOutcome::Created);
         c.after_commit(v).await;
-    }
-}
-
-async fn check_empty_location(f: &Fixture) {
-    let c = f.coordinator();
-    assert_eq!(c.latest_version(None).await.unwrap(), None, "{}", f.name);
-    assert_eq!(c.read_version(0).await.unwrap(), None, "{}", f.name);
-    assert!(c.list_versions().await.unwrap().is_empty(), "{}", f.name);
-}
-
-async fn check_create_is_once(f: &Fixture) {
-    let c = f.coordinator();
-    assert_eq!(c.create_version(0, manifest_bytes("first")).await.unwrap(), CreateOutcome::Created);
-    assert_eq!(c.create_version(0, manifest_bytes("second")).await.unwrap(), CreateOutcome::AlreadyExists, "{}", f.name);
-    assert_eq!(c.read_version(0).await.unwrap(), Some(manifest_bytes("first")), "{}: the first write stays", f.name);
-}
-
-async fn check_chain_and_latest(f: &Fixture) {
-    let c = f.coordinator();
-    create_versions(c, 1..=30).await;
-    assert_eq!(c.latest_version(None).await.unwrap(), Some(30), "{}", f.name);
-    assert_eq!(c.latest_version(Some(5)).await.unwrap(), Some(30), "{}", f.name);
-    assert_eq!(c.latest_version(Some(30)).await.unwrap(), Some(30), "{}", f.name);
-    assert_eq!(c.list_versions().await.unwrap(), (0..=30).collect::<Vec<_>>(), "{}", f.name);
-}
-
-async fn check_racing_creators_one_wins(f: &Fixture) {
-    let c = f.coordinator();
-    if !c.capabilities().atomic_create {
-        return;
-    }
-    let tasks: Vec<_> = (0..16)
-        .map(|i| {
-            let c = c.clone();
-            tokio::spawn(async move { (i, c.create_version(31, manifest_bytes(&format!("racer-{i}"))).await.unwrap()) })
-        })
-        .collect();
-    let mut winners = Vec::new();
-    for t in tasks {
-        let (i, outcome) = t.await.unwrap();
-        if outcome == CreateOutcome::Created {
-            winners.push(i);
-        }
-    }
-    assert_eq!(winners.len(), 1, "{}: exactly one of 16 racers creates a version, got {winners:?}", f.name);
-    let stored = c.read_version(31).await.unwrap().unwrap();
-    assert_eq!(stored, manifest_bytes(&format!("racer-{}", winners[0])), "{}: the stored version is the winner's", f.name);
-}
-
-/// A stale, wrong, garbled or missing hint never yields a wrong latest version.
-async fn check_hint_is_only_advisory(f: &Fixture) {
-    if f.lookup != LatestLookup::HintThenProbe {
-        return;
-    }
-    let c = f.coordinator();
-    let hint = f.location.root().clone().join("_latest_version_hint.json");
-    let store = &f.location.store();
-    for body in [r#"{"version":3}"#, r#"{"version":9999}"#, "not json", r#"{"version":31}"#] {
-        store.put(&hint, PutPayload::from(body.as_bytes().to_vec())).await.unwrap();
-        assert_eq!(c.latest_version(None).await.unwrap(), Some(31), "{}: hint {body}", f.name);
-    }
-    store.delete(&hint).await.unwrap();
-    assert_eq!(c.latest_version(None).await.unwrap(), Some(31), "{}: no hint", f.name);
-}
-
-#[tokio::test]
-async fn coordinator_conformance_on_every_backend() {
-    for f in backends().await {
-        check_empty_location(&f).await;
-        check_create_is_once(&f).await;
-        check_chain_and_latest(&f).await;
-        check_racing_creators_one_wins(&f).await;
-        check_hint_is_only_advisory(&f).await;
     }
 }
 

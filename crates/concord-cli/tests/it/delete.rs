@@ -104,7 +104,7 @@ async fn commit_winner(table: &Table, winner: &Winner, written: &mut Written) {
     let info = match winner {
         Winner::Append(ids) => table.append(&[rows(table.schema(), ids.clone())], &options).await,
         Winner::Delete(sql) => table.delete(sql, &options).await,
-        Winner::Overwrite(ids) => table.overwrite(&[rows(table.schema(), ids.clone())], &options).await,
+        Winner::Overwrite(ids) => table.overwrite(&[rows(table.schema(), ids.clone())], None, &options).await,
         Winner::Restore(v) => table.restore(*v, &options).await,
     }
     .unwrap();
@@ -157,7 +157,7 @@ async fn writes_over_a_winning_delete_rebase() {
     assert_eq!((info.rebased_over.clone(), info.rerun), (vec![2], false));
     assert_eq!(ids(&table.latest().await.unwrap()).await, vec![0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 40], "the appended 4 survives: it came after the delete");
 
-    let overwrite = table.prepare_overwrite(&[rows(table.schema(), [100])]).await.unwrap();
+    let overwrite = table.prepare_overwrite(&[rows(table.schema(), [100])], None).await.unwrap();
     table.delete("id = 3", &CommitOptions::default()).await.unwrap();
     table.commit(&overwrite, &CommitOptions::default()).await.unwrap();
     assert_eq!(ids(&table.latest().await.unwrap()).await, vec![100]);
@@ -236,14 +236,14 @@ fn deletes_racing_appends_all_succeed_and_delete_appended_matches() {
 #[tokio::test]
 async fn overwrite_where_replaces_matching_rows_and_reruns_over_appends() {
     let (table, _r, mut written) = table_with(0..10).await;
-    let info = table.overwrite_where(&[rows(table.schema(), [0, 3])], "id < 5", &CommitOptions::default()).await.unwrap();
+    let info = table.overwrite(&[rows(table.schema(), [0, 3])], Some("id < 5"), &CommitOptions::default()).await.unwrap();
     written.insert(info.transaction_id, vec![0, 3]);
     assert_eq!((info.operation.as_str(), info.rows_written, info.rows_deleted), ("overwrite", 2, 5));
     assert_eq!(ids(&table.latest().await.unwrap()).await, vec![0, 3, 5, 6, 7, 8, 9]);
 
     for isolation in [IsolationLevel::Serializable, IsolationLevel::Snapshot] {
         let (table, _r, mut written) = table_with(0..10).await;
-        let staged = table.prepare_overwrite_where(&[rows(table.schema(), [200])], "id % 2 = 0").await.unwrap();
+        let staged = table.prepare_overwrite(&[rows(table.schema(), [200])], Some("id % 2 = 0")).await.unwrap();
         let appended = table.append(&[rows(table.schema(), [20, 21])], &CommitOptions::default()).await.unwrap();
         written.insert(appended.transaction_id, vec![20, 21]);
         let info = table.commit(&staged, &with_isolation(isolation)).await.unwrap();

@@ -243,7 +243,7 @@ async fn prepare(table: &Table, op: Op, as_ours: bool) -> PreparedTransaction {
             let new: Vec<(i64, i64, String)> =
                 if as_ours { vec![(300, 3000, "o300".into())] } else { vec![(200, 2000, "o200".into()), (201, 2010, "o201".into())] };
             let new: Vec<(i64, i64, &str)> = new.iter().map(|(a, b, c)| (*a, *b, c.as_str())).collect();
-            table.prepare_overwrite(&[batch(table, &new, true)]).await
+            table.prepare_overwrite(&[batch(table, &new, true)], None).await
         }
         Restore => table.prepare_restore(1).await,
         AddColumn if as_ours => table.prepare_add_column("extra bigint").await,

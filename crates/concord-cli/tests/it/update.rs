@@ -116,7 +116,7 @@ async fn update_over_each_winner() {
     }
     fn overwrite(t: &Table) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + '_>> {
         Box::pin(async move {
-            t.overwrite(&[rows(t, &[(1, 100), (5, 500)])], &CommitOptions::default()).await.unwrap();
+            t.overwrite(&[rows(t, &[(1, 100), (5, 500)])], None, &CommitOptions::default()).await.unwrap();
         })
     }
     use IsolationLevel::{Serializable as S, Snapshot as N};

@@ -64,18 +64,38 @@ pub(crate) fn detect_format(path: &Path) -> Result<InputFormat, InputError> {
     }
 }
 
-/// Reads a whole local file and returns batches (in file order, no empty ones) whose schema
-/// is exactly `schema.arrow_schema()`. A file without data rows gives no batch.
-pub(crate) fn read_file(path: &Path, schema: &Schema, required: Required) -> Result<Input, InputError> {
+/// Receives a file's batches as they are read, with the field ids of the table columns
+/// the file has. An error stops the reading.
+pub(crate) type Emit<'e> = dyn FnMut(RecordBatch, &[u32]) -> Result<(), InputError> + 'e;
+
+/// Reads a local file, handing `emit` its batches in file order (no empty ones), each
+/// with exactly `schema.arrow_schema()`; blocking I/O (run it on a blocking thread).
+/// Returns the field ids of the table columns the file has.
+pub(crate) fn read_file_each(path: &Path, schema: &Schema, required: Required, emit: &mut Emit<'_>) -> Result<Vec<u32>, InputError> {
     let file = path.display().to_string();
     let mut ctx = Ctx::new(&file, schema, required);
-    let batches = match detect_format(path)? {
-        InputFormat::Csv => read_csv(path, &mut ctx)?,
-        InputFormat::Json => read_json(path, &mut ctx)?,
-        InputFormat::Parquet => read_parquet(path, &mut ctx)?,
+    let mut emit_rows = |batch: RecordBatch, ctx: &Ctx<'_>| if batch.num_rows() > 0 { emit(batch, &ctx.present()) } else { Ok(()) };
+    match detect_format(path)? {
+        InputFormat::Csv => read_csv(path, &mut ctx, &mut emit_rows)?,
+        InputFormat::Json => read_json(path, &mut ctx, &mut emit_rows)?,
+        InputFormat::Parquet => read_parquet(path, &mut ctx, &mut emit_rows)?,
     };
-    Ok(Input { batches: batches.into_iter().filter(|b| b.num_rows() > 0).collect(), present: ctx.present() })
+    Ok(ctx.present())
 }
+
+/// A whole local file's batches (see [`read_file_each`]).
+#[cfg(test)]
+pub(crate) fn read_file(path: &Path, schema: &Schema, required: Required) -> Result<Input, InputError> {
+    let mut batches = Vec::new();
+    let present = read_file_each(path, schema, required, &mut |b, _| {
+        batches.push(b);
+        Ok(())
+    })?;
+    Ok(Input { batches, present })
+}
+
+/// What a reader hands its conformed batches to.
+type Sink<'s> = dyn FnMut(RecordBatch, &Ctx<'_>) -> Result<(), InputError> + 's;
 
 /// Applies the Parquet rules (names, lossless widenings, nullability) to a caller's batch.
 /// Strings are not parsed into other types here. `source` names the batch in errors.
@@ -244,7 +264,7 @@ fn widens_to(from: &DataType, to: ColumnType) -> bool {
 /// CSV with a header row (names trimmed): every field is read as text, then parsed into
 /// the table type. An unquoted empty field is NULL, a quoted `""` the empty string.
 /// Line numbers count the header as line 1.
-fn read_csv(path: &Path, ctx: &mut Ctx<'_>) -> Result<Vec<RecordBatch>, InputError> {
+fn read_csv(path: &Path, ctx: &mut Ctx<'_>, sink: &mut Sink<'_>) -> Result<(), InputError> {
     let mut records = CsvRecords::new(BufReader::new(ctx.open(path)?));
     let mut fields: Vec<CsvField> = Vec::new();
     if records.next_record(&mut fields).map_err(|e| ctx.unparsable(e))?.is_none() {
@@ -255,7 +275,6 @@ fn read_csv(path: &Path, ctx: &mut Ctx<'_>) -> Result<Vec<RecordBatch>, InputErr
     let text_schema = Arc::new(ArrowSchema::new(
         header.iter().map(|h| arrow::datatypes::Field::new(h, DataType::Utf8, true)).collect::<Vec<_>>(),
     ));
-    let mut out = Vec::new();
     let mut first_row = 0usize;
     let mut columns: Vec<Vec<Option<String>>> = vec![Vec::with_capacity(BATCH_SIZE); header.len()];
     let mut lines: Vec<u64> = Vec::with_capacity(BATCH_SIZE);
@@ -276,18 +295,18 @@ fn read_csv(path: &Path, ctx: &mut Ctx<'_>) -> Result<Vec<RecordBatch>, InputErr
             let batch = RecordBatch::try_new_with_options(text_schema.clone(), arrays, &RecordBatchOptions::new().with_row_count(Some(rows)))
                 .map_err(|e| ctx.unparsable(e))?;
             let batch_lines = std::mem::take(&mut lines);
-            out.push(ctx.conform(&batch, first_row, &|row| batch_lines[row - first_row])?);
+            sink(ctx.conform(&batch, first_row, &|row| batch_lines[row - first_row])?, ctx)?;
             first_row += rows;
         }
         if line.is_none() {
-            return Ok(out);
+            return Ok(());
         }
     }
 }
 
 /// Newline-delimited JSON objects. Column types are inferred over the whole file and checked
 /// against the table; values are decoded in their JSON type, then cast to the table type.
-fn read_json(path: &Path, ctx: &mut Ctx<'_>) -> Result<Vec<RecordBatch>, InputError> {
+fn read_json(path: &Path, ctx: &mut Ctx<'_>, sink: &mut Sink<'_>) -> Result<(), InputError> {
     let mut reader = BufReader::new(ctx.open(path)?);
     let (inferred, records) =
         arrow::json::reader::infer_json_schema_from_seekable(&mut reader, None).map_err(|e| ctx.unparsable(e))?;
@@ -305,21 +324,20 @@ fn read_json(path: &Path, ctx: &mut Ctx<'_>) -> Result<Vec<RecordBatch>, InputEr
         // Only empty objects (or no records): every present row is all nulls.
         let batch = RecordBatch::try_new_with_options(Arc::new(ArrowSchema::empty()), vec![], &RecordBatchOptions::new().with_row_count(Some(records)))
             .map_err(|e| ctx.unparsable(e))?;
-        return Ok(vec![ctx.conform(&batch, 0, &line_of)?]);
+        return sink(ctx.conform(&batch, 0, &line_of)?, ctx);
     }
     let decode_schema = Arc::new(ArrowSchema::new(fields));
     let decoder = arrow::json::ReaderBuilder::new(decode_schema.clone())
         .with_batch_size(BATCH_SIZE)
         .build(reader)
         .map_err(|e| ctx.unparsable(e))?;
-    let mut out = Vec::new();
     let mut first_row = 0;
     for batch in decoder {
         let batch = batch.map_err(|e| json_decode_error(path, ctx, &decode_schema, e))?;
-        out.push(ctx.conform(&batch, first_row, &line_of)?);
+        sink(ctx.conform(&batch, first_row, &line_of)?, ctx)?;
         first_row += batch.num_rows();
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Which inferred JSON types a table type accepts.
@@ -400,7 +418,7 @@ fn json_decode_error(path: &Path, ctx: &Ctx<'_>, decode_schema: &ArrowSchema, er
 }
 
 /// Parquet: typed columns, accepted when they widen losslessly to the table type.
-fn read_parquet(path: &Path, ctx: &mut Ctx<'_>) -> Result<Vec<RecordBatch>, InputError> {
+fn read_parquet(path: &Path, ctx: &mut Ctx<'_>, sink: &mut Sink<'_>) -> Result<(), InputError> {
     let file = ctx.open(path)?;
     let size = file.metadata().map_err(|e| ctx.unparsable(e))?.len();
     super::footer_check::check_file(&file, size).map_err(|e| ctx.unparsable(e))?;
@@ -417,14 +435,13 @@ fn read_parquet(path: &Path, ctx: &mut Ctx<'_>) -> Result<Vec<RecordBatch>, Inpu
     let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata);
     ctx.check_widenings(builder.schema())?;
     let mut reader = builder.with_batch_size(BATCH_SIZE).build().map_err(|e| ctx.unparsable(e))?;
-    let mut out = Vec::new();
     let mut first_row = 0;
     while let Some(batch) = guard::catch_panic(|| reader.next()).map_err(|e| ctx.unparsable(e))? {
         let batch = batch.map_err(|e| ctx.unparsable(e))?;
-        out.push(ctx.conform(&batch, first_row, &|row| row as u64 + 1)?);
+        sink(ctx.conform(&batch, first_row, &|row| row as u64 + 1)?, ctx)?;
         first_row += batch.num_rows();
     }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]

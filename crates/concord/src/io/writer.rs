@@ -1,4 +1,6 @@
-//! Writes rows as new Parquet data files (fresh UUID names, created once).
+//! Writes rows as new Parquet data files (fresh UUID names, created once), one
+//! fragment per file of at most [`MAX_ROWS_PER_FILE`] rows, as the rows arrive: memory
+//! stays bounded by one file's rows whatever the input's size.
 
 use arrow::array::RecordBatch;
 use bytes::Bytes;
@@ -16,20 +18,79 @@ use crate::storage::TableStore;
 /// Rows per data file (one fragment each).
 pub const MAX_ROWS_PER_FILE: usize = 1 << 20;
 /// Rows per Parquet row group: the unit of statistics pruning.
-pub const ROW_GROUP_ROWS: usize = 64 * 1024;
+pub(crate) const ROW_GROUP_ROWS: usize = 64 * 1024;
 
-/// Writes `batches` (already conforming to `schema`) as fragments of at most
-/// `MAX_ROWS_PER_FILE` rows, one data file each.
+/// Writes `batches` (already conforming to `schema`) as fragments.
+pub(crate) async fn write_fragments(store: &TableStore, env: &Env, schema: &Schema, batches: &[RecordBatch]) -> Result<Vec<NewFragment>, WriteError> {
+    let mut writer = FragmentWriter::new(store, env, schema);
+    for batch in batches {
+        writer.push(batch).await?;
+    }
+    writer.finish().await
+}
+
+/// Data files written as rows are pushed: a file is encoded and written once it holds
+/// [`MAX_ROWS_PER_FILE`] rows (and the rest at `finish`).
+pub(crate) struct FragmentWriter<'a> {
+    store: &'a TableStore,
+    env: &'a Env,
+    schema: &'a Schema,
+    pending: Vec<RecordBatch>,
+    pending_rows: usize,
+    written: Vec<NewFragment>,
+}
+
+impl<'a> FragmentWriter<'a> {
+    pub fn new(store: &'a TableStore, env: &'a Env, schema: &'a Schema) -> Self {
+        FragmentWriter { store, env, schema, pending: Vec::new(), pending_rows: 0, written: Vec::new() }
+    }
+
+    /// Takes `batch` (conforming to the schema), writing every file it completes.
+    pub async fn push(&mut self, batch: &RecordBatch) -> Result<(), WriteError> {
+        let mut offset = 0;
+        while offset < batch.num_rows() {
+            let take = (MAX_ROWS_PER_FILE - self.pending_rows).min(batch.num_rows() - offset);
+            self.pending.push(batch.slice(offset, take));
+            self.pending_rows += take;
+            offset += take;
+            if self.pending_rows == MAX_ROWS_PER_FILE {
+                self.flush().await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the last file; returns every fragment written, in order.
+    pub async fn finish(mut self) -> Result<Vec<NewFragment>, WriteError> {
+        if self.pending_rows > 0 {
+            self.flush().await?;
+        }
+        Ok(std::mem::take(&mut self.written))
+    }
+
+    /// Fragments written so far (to remove if the write is abandoned).
+    pub fn written(&self) -> &[NewFragment] {
+        &self.written
+    }
+
+    async fn flush(&mut self) -> Result<(), WriteError> {
+        let batches = std::mem::take(&mut self.pending);
+        let rows = std::mem::take(&mut self.pending_rows) as u64;
+        let (bytes, fields) = encode(self.schema, &batches)?;
+        let path = naming::data_file_name(self.env.new_uuid());
+        let size_bytes = bytes.len() as u64;
+        self.store.put_new(&path, Bytes::from(bytes)).await?;
+        self.written.push(NewFragment { files: vec![DataFile { path, fields, size_bytes }], rows });
+        Ok(())
+    }
+}
+
+/// One data file holding `batches`, and the field ids of its columns.
 ///
 /// A nullable column without a default that is NULL in every row is not written: it
 /// reads back as NULL all the same, and a write that carries no values for a column
 /// does not conflict with a concurrent drop of it.
-pub(crate) async fn write_fragments(
-    store: &TableStore,
-    env: &Env,
-    schema: &Schema,
-    batches: &[RecordBatch],
-) -> Result<Vec<NewFragment>, WriteError> {
+fn encode(schema: &Schema, batches: &[RecordBatch]) -> Result<(Vec<u8>, Vec<u32>), WriteError> {
     let mut keep: Vec<usize> = (0..schema.fields.len())
         .filter(|&i| {
             let f = &schema.fields[i];
@@ -40,43 +101,16 @@ pub(crate) async fn write_fragments(
         keep.push(0); // a data file needs a column to carry its row count
     }
     let file_schema = std::sync::Arc::new(schema.arrow_schema_with_field_ids().project(&keep).map_err(WriteError::encode)?);
-    let fields: Vec<u32> = keep.iter().map(|&i| schema.fields[i].id).collect();
     let props = WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
         .set_statistics_enabled(EnabledStatistics::Page)
         .build();
-    let encode = WriteError::encode;
-    let mut encoded: Vec<(Vec<u8>, u64)> = Vec::new();
-    let mut current: Option<(ArrowWriter<Vec<u8>>, u64)> = None;
+    let mut writer = ArrowWriter::try_new(Vec::new(), file_schema.clone(), Some(props)).map_err(WriteError::encode)?;
     for batch in batches {
-        let batch = RecordBatch::try_new(file_schema.clone(), keep.iter().map(|&i| batch.column(i).clone()).collect())
-            .map_err(WriteError::encode)?;
-        let mut offset = 0;
-        while offset < batch.num_rows() {
-            let (writer, rows) = match &mut current {
-                Some(open) => open,
-                None => current.insert((ArrowWriter::try_new(Vec::new(), file_schema.clone(), Some(props.clone())).map_err(encode)?, 0)),
-            };
-            let take = (MAX_ROWS_PER_FILE - *rows as usize).min(batch.num_rows() - offset);
-            writer.write(&batch.slice(offset, take)).map_err(encode)?;
-            *rows += take as u64;
-            offset += take;
-            if *rows as usize == MAX_ROWS_PER_FILE {
-                let (writer, rows) = current.take().expect("just used");
-                encoded.push((writer.into_inner().map_err(encode)?, rows));
-            }
-        }
+        let batch = RecordBatch::try_new(file_schema.clone(), keep.iter().map(|&i| batch.column(i).clone()).collect()).map_err(WriteError::encode)?;
+        writer.write(&batch).map_err(WriteError::encode)?;
     }
-    if let Some((writer, rows)) = current {
-        encoded.push((writer.into_inner().map_err(encode)?, rows));
-    }
-    let mut fragments = Vec::with_capacity(encoded.len());
-    for (bytes, rows) in encoded {
-        let path = naming::data_file_name(env.new_uuid());
-        let size_bytes = bytes.len() as u64;
-        store.put_new(&path, Bytes::from(bytes)).await?;
-        fragments.push(NewFragment { files: vec![DataFile { path, fields: fields.clone(), size_bytes }], rows });
-    }
-    Ok(fragments)
+    let fields = keep.iter().map(|&i| schema.fields[i].id).collect();
+    Ok((writer.into_inner().map_err(WriteError::encode)?, fields))
 }

@@ -12,13 +12,18 @@ use bytes::Bytes;
 
 use crate::error::StorageError;
 
-/// What a coordinator can do, for callers and for the conformance suite.
+/// What a coordinator can do, for callers and for the conformance suite (which runs
+/// a check only where its capability is claimed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CoordinatorCapabilities {
-    /// `create_version` is atomic: of concurrent creators of one version, exactly one wins.
+    /// `create_version` is atomic: of concurrent creators of one version, exactly one
+    /// wins (the suite races 16 creators). A coordinator without it is unsafe for
+    /// concurrent writers.
     pub atomic_create: bool,
-    /// Finding the latest version costs O(1) requests (ordered listing or hint + probe).
-    pub constant_time_latest: bool,
+    /// The latest version is found with the help of an advisory hint object
+    /// (`_latest_version_hint.json`) that must never make the answer wrong (the suite
+    /// writes stale, wrong and garbled hints).
+    pub advisory_hint: bool,
 }
 
 /// Outcome of a create attempt the store answered clearly.

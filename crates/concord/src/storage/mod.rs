@@ -1,5 +1,7 @@
 //! Storage and commit: where bytes live and how a version is created exactly once.
 
+#[cfg(feature = "testing")]
+pub mod conformance;
 mod coordinator;
 mod dynamodb;
 mod local;

@@ -131,7 +131,9 @@ impl ObjectStoreCoordinator {
 #[async_trait]
 impl CommitCoordinator for ObjectStoreCoordinator {
     fn capabilities(&self) -> CoordinatorCapabilities {
-        CoordinatorCapabilities { atomic_create: true, constant_time_latest: true }
+        // Put-if-absent is atomic on every store Concord supports; `concord doctor`
+        // finds stores that only claim it.
+        CoordinatorCapabilities { atomic_create: true, advisory_hint: self.lookup == LatestLookup::HintThenProbe }
     }
 
     async fn create_version(&self, version: u64, manifest: Bytes) -> Result<CreateOutcome, StorageError> {

@@ -1,5 +1,6 @@
 //! The table API: one handle per (table, version).
 
+mod input;
 mod maintain;
 mod read;
 mod vacuum;
@@ -16,6 +17,7 @@ use crate::format::manifest::{IsolationLevel, Manifest, Operation, TransactionRe
 use crate::format::schema::Schema;
 use crate::storage::{TableLocation, TableStore};
 
+pub use input::Input;
 pub use maintain::DEFAULT_COMPACT_TARGET_ROWS;
 pub use read::{ScanOptions, TableScan, VersionInfo};
 pub use vacuum::{VacuumReport, MIN_VACUUM_RETENTION};

@@ -1,60 +1,51 @@
 //! Writing: prepare (write data or deletion files, build the transaction), then
 //! commit, or stage the prepared transaction to commit later (two-phase).
 
-use std::path::PathBuf;
+use std::future::Future;
 
-use arrow::array::RecordBatch;
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use futures::StreamExt;
+
+use super::input::{self, Input};
 use super::Table;
 use crate::error::{CommitError, InputError, OpenError, StorageError, WriteError};
 use crate::format::manifest::{Assignment, NewFragment, Operation};
 use crate::format::naming;
-use crate::io::ingest::{self, Input, Required};
-use crate::io::{predicate, writer};
+use crate::io::ingest::{self, Required};
+use crate::io::predicate;
+use crate::io::writer::FragmentWriter;
 use crate::txn::{commit, delete, merge, update, CommitInfo, CommitOptions, PreparedTransaction, StagedOptions};
 
 // Every prepare starts from the latest version at the time of the call: a long-lived
 // handle then has no backlog of winners to judge at commit.
 impl Table {
-    /// Appends rows given as Arrow batches (matched to the schema by column name).
-    pub async fn append(&self, batches: &[RecordBatch], options: &CommitOptions) -> Result<CommitInfo, WriteError> {
-        self.run(options, "append", self.prepare_append(batches)).await
+    /// Appends rows (batches, files or a stream: see [`Input`]), matched to the schema
+    /// by column name. Rows are checked and written as they arrive; if any row does not
+    /// fit, nothing is committed (and the files written so far are removed).
+    pub fn append<'a>(&'a self, input: impl Into<Input>, options: &'a CommitOptions) -> impl Future<Output = Result<CommitInfo, WriteError>> + Send + 'a {
+        let prepare = self.prepare_append(input);
+        async move { self.run(options, "append", prepare).await }
     }
 
-    /// Appends the rows of local files (.csv with header, .json/.jsonl/.ndjson, .parquet).
-    /// Every file is read and checked before anything is written.
-    pub async fn append_files(&self, files: &[PathBuf], options: &CommitOptions) -> Result<CommitInfo, WriteError> {
-        self.run(options, "append", self.prepare_append_files(files)).await
-    }
-
-    /// Replaces every row with `batches`.
-    pub async fn overwrite(&self, batches: &[RecordBatch], options: &CommitOptions) -> Result<CommitInfo, WriteError> {
-        self.run(options, "overwrite", self.prepare_overwrite(batches)).await
-    }
-
-    /// Replaces every row with the rows of local files.
-    pub async fn overwrite_files(&self, files: &[PathBuf], options: &CommitOptions) -> Result<CommitInfo, WriteError> {
-        self.run(options, "overwrite", self.prepare_overwrite_files(files)).await
+    /// Replaces every row with the input's rows; with `filter`, only the rows matching
+    /// that SQL predicate, every new row having to match it too (as Delta's
+    /// replaceWhere).
+    pub fn overwrite<'a>(
+        &'a self,
+        input: impl Into<Input>,
+        filter: Option<&'a str>,
+        options: &'a CommitOptions,
+    ) -> impl Future<Output = Result<CommitInfo, WriteError>> + Send + 'a {
+        let prepare = self.prepare_overwrite(input, filter);
+        async move { self.run(options, "overwrite", prepare).await }
     }
 
     /// Makes version `version` (schema and rows) the newest state, as a new version.
     pub async fn restore(&self, version: u64, options: &CommitOptions) -> Result<CommitInfo, WriteError> {
         self.run(options, "restore", self.prepare_restore(version)).await
-    }
-
-    /// Replaces the rows matching the SQL predicate `sql` with the rows of local files,
-    /// every one of which must match `sql`.
-    pub async fn overwrite_files_where(&self, files: &[PathBuf], sql: &str, options: &CommitOptions) -> Result<CommitInfo, WriteError> {
-        self.run(options, "overwrite", self.prepare_overwrite_files_where(files, sql)).await
-    }
-
-    /// Replaces the rows matching the SQL predicate `sql` with `batches`, every row of
-    /// which must match `sql`.
-    pub async fn overwrite_where(&self, batches: &[RecordBatch], sql: &str, options: &CommitOptions) -> Result<CommitInfo, WriteError> {
-        self.run(options, "overwrite", self.prepare_overwrite_where(batches, sql)).await
     }
 
     /// Sets columns to SQL expressions of the row's values, on the rows matching the SQL
@@ -63,16 +54,12 @@ impl Table {
         self.run(options, "update", self.prepare_update(set, sql)).await
     }
 
-    /// Upsert from local files on key columns: rows whose key matches a source row take
-    /// its values (of the columns the source has; the others keep theirs), the other
-    /// source rows are inserted. Keys must be unique in the source.
-    pub async fn merge_files(&self, files: &[PathBuf], keys: &[String], options: &CommitOptions) -> Result<CommitInfo, WriteError> {
-        self.run(options, "merge", self.prepare_merge_files(files, keys)).await
-    }
-
-    /// Upsert from Arrow batches on key columns (see [`Table::merge_files`]).
-    pub async fn merge(&self, batches: &[RecordBatch], keys: &[String], options: &CommitOptions) -> Result<CommitInfo, WriteError> {
-        self.run(options, "merge", self.prepare_merge(batches, keys)).await
+    /// Upsert on key columns: rows whose key matches a source row take its values (of
+    /// the columns the source has; the others keep theirs), the other source rows are
+    /// inserted. Keys must be unique in the source.
+    pub fn merge<'a>(&'a self, input: impl Into<Input>, keys: &'a [String], options: &'a CommitOptions) -> impl Future<Output = Result<CommitInfo, WriteError>> + Send + 'a {
+        let prepare = self.prepare_merge(input, keys);
+        async move { self.run(options, "merge", prepare).await }
     }
 
     /// Deletes the rows matching the SQL predicate `sql`.
@@ -80,28 +67,46 @@ impl Table {
         self.run(options, "delete", self.prepare_delete(sql)).await
     }
 
-    pub async fn prepare_append(&self, batches: &[RecordBatch]) -> Result<PreparedTransaction, WriteError> {
-        let base = self.latest().await?;
-        let input = base.conform(batches, Required::Always)?;
-        base.prepare_rows(&input.batches, |fragments| Operation::Append { fragments }).await
+    /// Prepares an append (see [`Table::append`]): writes its data files.
+    pub fn prepare_append(&self, input: impl Into<Input>) -> impl Future<Output = Result<PreparedTransaction, WriteError>> + Send + '_ {
+        let input = input.into();
+        async move {
+            let base = self.latest().await?;
+            let now = base.env.clock.now();
+            let fragments = base.write_input(input, None).await?;
+            Ok(base.transaction(Operation::Append { fragments }, now))
+        }
     }
 
-    pub async fn prepare_append_files(&self, files: &[PathBuf]) -> Result<PreparedTransaction, WriteError> {
-        let base = self.latest().await?;
-        let batches = base.read_files(files)?.into_iter().flat_map(|(_, input)| input.batches).collect::<Vec<_>>();
-        base.prepare_rows(&batches, |fragments| Operation::Append { fragments }).await
+    /// Prepares an overwrite (see [`Table::overwrite`]): writes its data files and,
+    /// with a filter, the deletion vectors of the rows it replaces.
+    pub fn prepare_overwrite<'a>(&'a self, input: impl Into<Input>, filter: Option<&'a str>) -> impl Future<Output = Result<PreparedTransaction, WriteError>> + Send + 'a {
+        let input = input.into();
+        async move { self.prepare_overwrite_of(input, filter).await }
     }
 
-    pub async fn prepare_overwrite(&self, batches: &[RecordBatch]) -> Result<PreparedTransaction, WriteError> {
+    async fn prepare_overwrite_of(&self, input: Input, filter: Option<&str>) -> Result<PreparedTransaction, WriteError> {
         let base = self.latest().await?;
-        let input = base.conform(batches, Required::Always)?;
-        base.prepare_rows(&input.batches, |fragments| Operation::Overwrite { fragments }).await
-    }
-
-    pub async fn prepare_overwrite_files(&self, files: &[PathBuf]) -> Result<PreparedTransaction, WriteError> {
-        let base = self.latest().await?;
-        let batches = base.read_files(files)?.into_iter().flat_map(|(_, input)| input.batches).collect::<Vec<_>>();
-        base.prepare_rows(&batches, |fragments| Operation::Overwrite { fragments }).await
+        let now = base.env.clock.now();
+        let Some(sql) = filter else {
+            let fragments = base.write_input(input, None).await?;
+            return Ok(base.transaction(Operation::Overwrite { fragments }, now));
+        };
+        let predicate = predicate::compile(sql, base.schema(), now)?;
+        let fragments = base.write_input(input, Some(&predicate)).await?;
+        let columns = predicate.fields.iter().map(|f| f.id).collect();
+        let deletions = match base.fragments().await {
+            Ok(all) => delete::find(&base.store, &base.env, &all, &predicate).await.map_err(WriteError::from),
+            Err(e) => Err(e.into()),
+        };
+        let deletions = match deletions {
+            Ok(d) => d,
+            Err(e) => {
+                base.store.delete_best_effort(data_files(&fragments)).await;
+                return Err(e);
+            }
+        };
+        Ok(base.transaction(Operation::ReplaceWhere { predicate: sql.to_string(), columns, deletions, fragments }, now))
     }
 
     pub async fn prepare_restore(&self, version: u64) -> Result<PreparedTransaction, WriteError> {
@@ -123,30 +128,31 @@ impl Table {
         Ok(base.transaction(Operation::Delete { predicate: sql.to_string(), columns, deletions }, now))
     }
 
-    pub async fn prepare_merge_files(&self, files: &[PathBuf], keys: &[String]) -> Result<PreparedTransaction, WriteError> {
+    /// Prepares a merge (see [`Table::merge`]): the source's keys are read whole (they
+    /// must be unique), then its rows written.
+    pub fn prepare_merge<'a>(&'a self, input: impl Into<Input>, keys: &'a [String]) -> impl Future<Output = Result<PreparedTransaction, WriteError>> + Send + 'a {
+        let input = input.into();
+        async move { self.prepare_merge_of(input, keys).await }
+    }
+
+    async fn prepare_merge_of(&self, input: Input, keys: &[String]) -> Result<PreparedTransaction, WriteError> {
         let base = self.latest().await?;
-        let mut inputs = Vec::with_capacity(files.len());
-        for file in files {
-            inputs.push((file.display().to_string(), ingest::read_file(file, base.schema(), Required::WhenInserted)?));
+        let now = base.env.clock.now();
+        let mut chunks = input::chunks(input, base.schema(), Required::WhenInserted);
+        let (mut batches, mut present, mut sources) = (Vec::new(), None, Vec::<String>::new());
+        while let Some(chunk) = chunks.next().await {
+            let chunk = chunk?;
+            if sources.last().map(String::as_str) != Some(&chunk.source) {
+                sources.push(chunk.source.to_string());
+            }
+            present.get_or_insert_with(|| chunk.present.to_vec());
+            batches.push(chunk.batch);
         }
-        let input = same_columns(base.schema(), inputs)?;
-        let source = files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", ");
-        base.prepare_merge_of(input, keys, &source).await
-    }
-
-    pub async fn prepare_merge(&self, batches: &[RecordBatch], keys: &[String]) -> Result<PreparedTransaction, WriteError> {
-        let base = self.latest().await?;
-        let input = base.conform(batches, Required::WhenInserted)?;
-        base.prepare_merge_of(input, keys, "the merge source").await
-    }
-
-    /// Merge of `input` (conforming to this version's schema) into this version;
-    /// `source` names the rows in errors.
-    async fn prepare_merge_of(&self, input: Input, keys: &[String], source: &str) -> Result<PreparedTransaction, WriteError> {
-        let now = self.env.clock.now();
-        let fragments = self.fragments().await?;
-        let operation = merge::prepare(&self.store, &self.env, self.schema(), &fragments, input, keys, source).await?;
-        Ok(self.transaction(operation, now))
+        let present = present.unwrap_or_else(|| base.schema().fields.iter().map(|f| f.id).collect());
+        let source = if sources.is_empty() { "the merge source".to_string() } else { sources.join(", ") };
+        let fragments = base.fragments().await?;
+        let operation = merge::prepare(&base.store, &base.env, base.schema(), &fragments, ingest::Input { batches, present }, keys, &source).await?;
+        Ok(base.transaction(operation, now))
     }
 
     pub async fn prepare_update(&self, set: &[Assignment], sql: Option<&str>) -> Result<PreparedTransaction, WriteError> {
@@ -163,36 +169,6 @@ impl Table {
             fragments: written,
         };
         Ok(base.transaction(operation, now))
-    }
-
-    pub async fn prepare_overwrite_where(&self, batches: &[RecordBatch], sql: &str) -> Result<PreparedTransaction, WriteError> {
-        let base = self.latest().await?;
-        let input = base.conform(batches, Required::Always)?;
-        base.prepare_replace_where(vec![("the new rows".to_string(), input)], sql).await
-    }
-
-    pub async fn prepare_overwrite_files_where(&self, files: &[PathBuf], sql: &str) -> Result<PreparedTransaction, WriteError> {
-        let base = self.latest().await?;
-        let inputs = base.read_files(files)?;
-        base.prepare_replace_where(inputs, sql).await
-    }
-
-    /// Replaces the rows matching `sql` with `inputs`, each of whose rows must match
-    /// `sql` too (as Delta's replaceWhere): otherwise a later run of the same
-    /// replacement would not replace them, and they would be duplicated.
-    async fn prepare_replace_where(&self, inputs: Vec<(String, Input)>, sql: &str) -> Result<PreparedTransaction, WriteError> {
-        let now = self.env.clock.now();
-        let predicate = predicate::compile(sql, self.schema(), now)?;
-        for (source, input) in &inputs {
-            if let Some((row, values)) = predicate::first_row_outside(&predicate, self.schema(), &input.batches)? {
-                return Err(InputError::OutsidePredicate { file: source.clone(), row, values, predicate: sql.to_string() }.into());
-            }
-        }
-        let batches: Vec<RecordBatch> = inputs.into_iter().flat_map(|(_, input)| input.batches).collect();
-        let columns = predicate.fields.iter().map(|f| f.id).collect();
-        let deletions = delete::find(&self.store, &self.env, &self.fragments().await?, &predicate).await?;
-        let fragments = writer::write_fragments(&self.store, &self.env, self.schema(), &batches).await?;
-        Ok(self.transaction(Operation::ReplaceWhere { predicate: sql.to_string(), columns, deletions, fragments }, now))
     }
 
     /// The field ids `sql` reads, and its matching live rows as delta deletion vectors.
@@ -282,30 +258,33 @@ impl Table {
         }
     }
 
-    async fn prepare_rows(
-        &self,
-        batches: &[RecordBatch],
-        operation: impl FnOnce(Vec<NewFragment>) -> Operation,
-    ) -> Result<PreparedTransaction, WriteError> {
-        let now = self.env.clock.now();
-        let fragments = writer::write_fragments(&self.store, &self.env, self.schema(), batches).await?;
-        Ok(self.transaction(operation(fragments), now))
-    }
-
-    /// Caller batches in this version's schema; all must have the same columns.
-    fn conform(&self, batches: &[RecordBatch], required: Required) -> Result<Input, InputError> {
+    /// Writes `input`'s rows as data files as they arrive; with `check`, every row
+    /// must satisfy it (an overwrite with a filter). On an error, the files written so
+    /// far are removed and nothing is left to commit.
+    async fn write_input(&self, input: Input, check: Option<&predicate::Predicate>) -> Result<Vec<NewFragment>, WriteError> {
         let schema = self.schema();
-        let inputs = batches
-            .iter()
-            .enumerate()
-            .map(|(i, b)| Ok((format!("batch {i}"), ingest::conform_batch(b, schema, &format!("batch {i}"), required)?)))
-            .collect::<Result<Vec<_>, InputError>>()?;
-        same_columns(schema, inputs)
-    }
-
-    /// Each local file's rows, checked against this version's schema.
-    fn read_files(&self, files: &[PathBuf]) -> Result<Vec<(String, Input)>, InputError> {
-        files.iter().map(|file| Ok((file.display().to_string(), ingest::read_file(file, self.schema(), Required::Always)?))).collect()
+        let mut chunks = input::chunks(input, schema, Required::Always);
+        let mut writer = FragmentWriter::new(&self.store, &self.env, schema);
+        let result = async {
+            while let Some(chunk) = chunks.next().await {
+                let chunk = chunk?;
+                if let Some(predicate) = check {
+                    if let Some((row, values)) = predicate::first_row_outside(predicate, schema, std::slice::from_ref(&chunk.batch))? {
+                        let file = chunk.source.to_string();
+                        return Err(InputError::OutsidePredicate { file, row: chunk.first_row + row, values, predicate: predicate.sql.clone() }.into());
+                    }
+                }
+                writer.push(&chunk.batch).await?;
+            }
+            Ok(())
+        }
+        .await;
+        if let Err(e) = result {
+            let written = data_files(writer.written());
+            self.store.delete_best_effort(written).await;
+            return Err(e);
+        }
+        writer.finish().await
     }
 
     /// With an idempotency key: the retained version that already carries it, if any.
@@ -320,16 +299,7 @@ impl Table {
     }
 }
 
-/// The rows of several sources as one input: every source must have the same columns.
-fn same_columns(schema: &crate::format::schema::Schema, inputs: Vec<(String, Input)>) -> Result<Input, InputError> {
-    let mut iter = inputs.into_iter();
-    let Some((_, mut first)) = iter.next() else { return Ok(Input { batches: Vec::new(), present: schema.fields.iter().map(|f| f.id).collect() }) };
-    for (i, (source, input)) in iter.enumerate() {
-        if input.present != first.present {
-            let names = |ids: &[u32]| ids.iter().filter_map(|id| schema.field_by_id(*id)).map(|f| f.name.as_str()).collect::<Vec<_>>().join(", ");
-            return Err(InputError::ColumnsDiffer { file: source, batch: i + 1, expected: names(&first.present), found: names(&input.present) });
-        }
-        first.batches.extend(input.batches);
-    }
-    Ok(first)
+/// The data files of `fragments` (table-relative).
+fn data_files(fragments: &[NewFragment]) -> Vec<&str> {
+    fragments.iter().flat_map(|f| &f.files).map(|d| d.path.as_str()).collect()
 }
