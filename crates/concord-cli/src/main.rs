@@ -627,7 +627,7 @@ fn main() {
     // by that error; only other panics print here.
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        if !concord::decode::panic_is_caught() {
+        if !concord::panic_is_caught() {
             default_hook(info)
         }
     }));

@@ -9,9 +9,8 @@ use roaring::RoaringBitmap;
 use crate::error::{CorruptObject, OpenError};
 use crate::format::manifest::{Manifest, Segment, FORMAT_VERSION};
 use crate::format::naming;
-use crate::txn::PreparedTransaction;
+use crate::format::staged::PreparedTransaction;
 
-pub use crate::io::guard::panic_is_caught;
 
 fn corrupt(path: &str, reason: impl ToString) -> CorruptObject {
     CorruptObject { path: path.to_string(), reason: reason.to_string() }

@@ -11,18 +11,23 @@ use rand::rngs::StdRng;
 use rand::{RngCore, SeedableRng};
 use uuid::Uuid;
 
+/// Time, as a table handle sees it (the simulator and tests give their own).
 pub trait Clock: Send + Sync + Debug {
     /// Wall-clock time, UTC.
     fn now(&self) -> DateTime<Utc>;
     /// Monotonic time since an arbitrary origin; used for retry budgets.
     fn monotonic(&self) -> Duration;
+    /// Waits `duration` (retry backoff).
     fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()>;
 }
 
+/// Randomness: new ids and backoff jitter.
 pub trait RandomSource: Send + Sync + Debug {
+    /// The next random number.
     fn next_u64(&self) -> u64;
 }
 
+/// The system clock (UTC) and tokio sleeps.
 #[derive(Debug)]
 pub struct SystemClock {
     origin: Instant,
@@ -51,9 +56,11 @@ impl Clock for SystemClock {
 pub struct StdRandom(Mutex<StdRng>);
 
 impl StdRandom {
+    /// Seeded by the operating system.
     pub fn from_entropy() -> Self {
         StdRandom(Mutex::new(StdRng::from_os_rng()))
     }
+    /// The same sequence for the same seed.
     pub fn seeded(seed: u64) -> Self {
         StdRandom(Mutex::new(StdRng::seed_from_u64(seed)))
     }
@@ -68,7 +75,9 @@ impl RandomSource for StdRandom {
 /// Clock and randomness used by one table handle.
 #[derive(Debug, Clone)]
 pub struct Env {
+    /// Wall-clock and monotonic time.
     pub clock: Arc<dyn Clock>,
+    /// Random numbers (ids, jitter).
     pub random: Arc<dyn RandomSource>,
 }
 

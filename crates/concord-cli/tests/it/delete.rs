@@ -47,6 +47,7 @@ pub(crate) async fn assert_replay_serializable(table: &Table, written: &Written)
                 let matches = oracle_predicate(predicate);
                 previous.into_iter().filter(|id| !matches(*id)).chain(written[&info.transaction_id].iter().copied()).collect()
             }
+            other => panic!("no {} in these histories", other.name()),
         };
         let actual: BTreeSet<i64> = ids(&version).await.into_iter().collect();
         assert_eq!(actual, expected, "version {} = version {} + its {}", info.version, info.version.saturating_sub(1), info.operation);
@@ -259,6 +260,7 @@ async fn overwrite_where_replaces_matching_rows_and_reruns_over_appends() {
                 assert!(!info.rerun);
                 assert_eq!(got, vec![1, 3, 5, 7, 9, 20, 21, 200], "snapshot keeps the concurrently appended 20");
             }
+            other => panic!("no case for {other}"),
         }
     }
 }

@@ -141,6 +141,7 @@ async fn check_replay(table: &Table, written: &HashMap<uuid::Uuid, Vec<i64>>, se
                 let matches = oracle_predicate(predicate);
                 previous.into_iter().filter(|id| !matches(*id)).chain(written[&info.transaction_id].iter().copied()).collect()
             }
+            other => panic!("no {} in these histories", other.name()),
         };
         expected.sort_unstable();
         let actual = ids(&version).await;

@@ -360,6 +360,7 @@ async fn every_cell_of_the_conflict_matrix() {
                 let expected = match isolation {
                     IsolationLevel::Serializable => serializable,
                     IsolationLevel::Snapshot => snapshot_outcome(ours, *winner, serializable),
+                    other => panic!("no outcomes for {other}"),
                 };
                 cells += 1;
                 if let Err(e) = run_cell(ours, *winner, isolation, expected).await {

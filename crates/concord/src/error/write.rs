@@ -81,6 +81,39 @@ pub enum IncompatibleReason {
 }
 
 /// Committing a prepared transaction failed. Nothing of the transaction is visible.
+///
+/// What a caller does about each:
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use concord::arrow::array::{Int64Array, RecordBatch};
+/// use concord::{CommitError, CommitOptions, Env, Schema, StoreResolver, Table, WriteError};
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// # let table = Table::create(StoreResolver::new().resolve("memory://errors/t")?, Env::system(), Schema::parse("id bigint")?).await?;
+/// # let rows = RecordBatch::try_new(table.schema().arrow_schema(), vec![Arc::new(Int64Array::from(vec![1]))])?;
+/// // Compare-and-swap: commit only if the table is still at version 0.
+/// let options = CommitOptions { expect_version: Some(0), idempotency_key: Some("load-1".into()), ..CommitOptions::default() };
+/// table.append(rows.clone(), &options).await?;
+/// match table.append(rows, &options).await {
+///     // The same key: the first commit is reported, nothing is written twice.
+///     Ok(info) if info.idempotent_replay => assert_eq!(info.version, 1),
+///     Ok(info) => println!("committed version {}", info.version),
+///     Err(WriteError::Commit(e)) => match e {
+///         // A winner made this write impossible: retrying will not help.
+///         CommitError::Incompatible { winner_version, reason, .. } => eprintln!("version {winner_version}: {reason}"),
+///         // Retries ran out: retrying later may help.
+///         CommitError::TooMuchContention { .. } => eprintln!("busy; try again later"),
+///         // Compare-and-swap refused: read the new state and decide again.
+///         CommitError::VersionMoved { latest, .. } => eprintln!("the table is at {latest} now"),
+///         // Unknown outcome: retry with the same idempotency key (never writes twice).
+///         CommitError::CommitStateUnknown { .. } => eprintln!("retry with the same key"),
+///         other => return Err(other.into()),
+///     },
+///     Err(other) => return Err(other.into()),
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CommitError {

@@ -18,8 +18,10 @@ pub const FORMAT_VERSION: u32 = 1;
 /// Table property naming the default isolation level.
 pub const PROPERTY_ISOLATION: &str = "isolation";
 
+/// How a write that reads rows (delete, update, merge) treats rows committed concurrently.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum IsolationLevel {
     /// Every version N equals its transaction applied to version N-1.
     #[default]
@@ -35,12 +37,14 @@ impl std::fmt::Display for IsolationLevel {
 }
 
 impl IsolationLevel {
+    /// The name, as in the `isolation` property.
     pub fn as_str(self) -> &'static str {
         match self {
             IsolationLevel::Serializable => "serializable",
             IsolationLevel::Snapshot => "snapshot",
         }
     }
+    /// By name (case-insensitive).
     pub fn parse(s: &str) -> Option<Self> {
         match s.trim().to_ascii_lowercase().as_str() {
             "serializable" => Some(IsolationLevel::Serializable),
@@ -57,20 +61,25 @@ pub struct DataFile {
     pub path: String,
     /// Field id of each column of the file, in column order.
     pub fields: Vec<u32>,
+    /// The file's size (its footer is read from the end).
     pub size_bytes: u64,
 }
 
 /// Rows written by a transaction before commit: no fragment id yet.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NewFragment {
+    /// Its data files (one in format 1).
     pub files: Vec<DataFile>,
+    /// Rows in it.
     pub rows: u64,
 }
 
 /// A fragment of a committed version. Its id is assigned at commit time.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fragment {
+    /// Unique in the table, assigned at commit in commit order.
     pub id: u64,
+    /// Its data files (one in format 1).
     pub files: Vec<DataFile>,
     /// Rows in the data files, deleted ones included.
     pub physical_rows: u64,
@@ -79,13 +88,17 @@ pub struct Fragment {
     pub deletion: Option<DeletionRef>,
 }
 
+/// A fragment's deletion vector.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeletionRef {
+    /// Relative to the table root.
     pub path: String,
+    /// Rows it marks deleted.
     pub deleted_rows: u64,
 }
 
 impl Fragment {
+    /// Rows not deleted.
     pub fn live_rows(&self) -> u64 {
         self.physical_rows - self.deletion.as_ref().map_or(0, |d| d.deleted_rows)
     }
@@ -98,9 +111,13 @@ pub struct SegmentRef {
     pub path: String,
     /// Merge tier; see FORMAT.md ("Segments").
     pub level: u8,
+    /// Fragments in the segment.
     pub fragments: u64,
+    /// Their live rows.
     pub live_rows: u64,
+    /// The smallest fragment id in it.
     pub min_fragment_id: u64,
+    /// The largest fragment id in it.
     pub max_fragment_id: u64,
 }
 
@@ -114,15 +131,18 @@ pub struct Segment {
 /// rows this transaction deletes (a delta), to be unioned with the fragment's vector.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FragmentDeletion {
+    /// The fragment.
     pub fragment_id: u64,
     /// Relative to the table root, e.g. `_deletions/<uuid>.bin`.
     pub path: String,
+    /// Rows it deletes.
     pub rows: u64,
 }
 
 /// One `SET column = expression` of an update.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Assignment {
+    /// The column set.
     pub column: String,
     /// SQL expression over the row's current values.
     pub expr: String,
@@ -132,9 +152,12 @@ pub struct Assignment {
 /// base version's `next_field_id`), so concurrent adds never share an id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NewColumn {
+    /// Its name.
     pub name: String,
+    /// Its type.
     #[serde(rename = "type")]
     pub column_type: super::schema::ColumnType,
+    /// Whether it may be NULL.
     pub nullable: bool,
     /// The default's value as text castable to the type (evaluated at prepare time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -154,39 +177,68 @@ pub struct PartialMerge {
 /// One fragment a compaction rewrites, as it read it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CompactInput {
+    /// The fragment.
     pub fragment_id: u64,
     /// The fragment's deletion vector when read (`None`: no deleted rows).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deletion: Option<String>,
+    /// Its live rows when read.
     pub live_rows: u64,
 }
 
 /// Small or deletion-riddled fragments rewritten as `outputs` (their live rows, in order).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CompactGroup {
+    /// The fragments rewritten, as read.
     pub inputs: Vec<CompactInput>,
+    /// Their live rows, written anew.
     pub outputs: Vec<NewFragment>,
 }
 
 /// What a transaction does; enough to replay it on the previous version.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Operation {
     /// Version 0: an empty table with the manifest's schema.
     Create,
     /// Adds fragments.
-    Append { fragments: Vec<NewFragment> },
+    Append {
+        /// The rows written, one fragment per data file.
+        fragments: Vec<NewFragment>,
+    },
     /// Replaces every row with the given fragments.
-    Overwrite { fragments: Vec<NewFragment> },
+    Overwrite {
+        /// The new rows.
+        fragments: Vec<NewFragment>,
+    },
     /// Makes the state of `version` (schema and rows) the newest state.
-    Restore { version: u64 },
-    /// Deletes the rows matching `predicate`. `deletions` are the rows it found (at
-    /// prepare time, plus any re-run over winners' fragments); `columns` are the field
-    /// ids the predicate reads.
-    Delete { predicate: String, columns: Vec<u32>, deletions: Vec<FragmentDeletion> },
+    Restore {
+        /// The version restored.
+        version: u64,
+    },
+    /// Deletes the rows matching `predicate`.
+    Delete {
+        /// The SQL predicate.
+        predicate: String,
+        /// Field ids the predicate reads.
+        columns: Vec<u32>,
+        /// The rows it found (at prepare time, plus any re-run over winners'
+        /// fragments), as delta deletion vectors.
+        deletions: Vec<FragmentDeletion>,
+    },
     /// Replaces the rows matching `predicate` with `fragments` (`overwrite --where`): a
     /// delete and an append in one transaction.
-    ReplaceWhere { predicate: String, columns: Vec<u32>, deletions: Vec<FragmentDeletion>, fragments: Vec<NewFragment> },
+    ReplaceWhere {
+        /// The SQL predicate; every new row satisfies it.
+        predicate: String,
+        /// Field ids the predicate reads.
+        columns: Vec<u32>,
+        /// The rows replaced.
+        deletions: Vec<FragmentDeletion>,
+        /// The new rows.
+        fragments: Vec<NewFragment>,
+    },
     /// Upsert: the live rows whose `keys` match a source row are deleted (`deletions`)
     /// and `fragments` added. When the source has every column, `fragments` are the
     /// source rows and `columns` the key field ids. When it lacks some (`partial`),
@@ -194,37 +246,72 @@ pub enum Operation {
     /// row with the source's columns set, then the source rows inserted (their keys
     /// matched no row), and `columns` are the key and source field ids.
     Merge {
+        /// Key column names.
         keys: Vec<String>,
+        /// Field ids it owns (see above).
         columns: Vec<u32>,
+        /// The matched rows.
         deletions: Vec<FragmentDeletion>,
+        /// The rows added.
         fragments: Vec<NewFragment>,
+        /// Set when the source lacked some columns.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         partial: Option<PartialMerge>,
     },
     /// Rewrites the rows matching `predicate` (all rows without one): the old rows are
-    /// deleted (`deletions`) and their new values written as `fragments`. `columns` are
-    /// the field ids it reads or sets.
+    /// deleted (`deletions`) and their new values written as `fragments`.
     Update {
+        /// The SQL predicate, if any.
         predicate: Option<String>,
+        /// The SET clauses.
         set: Vec<Assignment>,
+        /// Field ids it reads or sets.
         columns: Vec<u32>,
+        /// The old rows.
         deletions: Vec<FragmentDeletion>,
+        /// Their new values.
         fragments: Vec<NewFragment>,
     },
     /// Adds a column; files written before read it as its default (or NULL).
-    AddColumn { column: NewColumn },
-    /// Removes column `field_id` (named `name` when prepared); its data stays in old files,
-    /// unread. A no-op if the column is already gone.
-    DropColumn { field_id: u32, name: String },
-    /// Renames column `field_id` from `from` to `to`; data files are untouched.
-    RenameColumn { field_id: u32, from: String, to: String },
+    AddColumn {
+        /// The column (its field id is assigned at commit).
+        column: NewColumn,
+    },
+    /// Removes a column; its data stays in old files, unread. A no-op if the column is
+    /// already gone.
+    DropColumn {
+        /// The column's field id.
+        field_id: u32,
+        /// Its name when prepared.
+        name: String,
+    },
+    /// Renames a column; data files are untouched.
+    RenameColumn {
+        /// The column's field id.
+        field_id: u32,
+        /// Its name when prepared.
+        from: String,
+        /// Its new name.
+        to: String,
+    },
     /// Sets and removes table properties (e.g. `isolation`).
-    SetProperties { set: BTreeMap<String, String>, unset: Vec<String> },
+    SetProperties {
+        /// Properties set.
+        set: BTreeMap<String, String>,
+        /// Properties removed.
+        unset: Vec<String>,
+    },
     /// Rewrites groups of fragments (live rows only) as fewer, larger ones.
-    Compact { target_rows: u64, groups: Vec<CompactGroup> },
+    Compact {
+        /// Rows per rewritten fragment.
+        target_rows: u64,
+        /// The groups rewritten.
+        groups: Vec<CompactGroup>,
+    },
 }
 
 impl Operation {
+    /// The operation's name, as in the history.
     pub fn name(&self) -> &'static str {
         match self {
             Operation::Create => "create",
@@ -269,8 +356,11 @@ impl Operation {
 /// The transaction that produced a version.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TransactionRecord {
+    /// The transaction's id.
     pub id: Uuid,
+    /// The version it was prepared against (`None` for version 0).
     pub read_version: Option<u64>,
+    /// What it did (as re-runs extended it).
     pub operation: Operation,
     /// Commit attempts it took (1 = no contention).
     pub attempts: u32,
@@ -281,33 +371,45 @@ pub struct TransactionRecord {
     /// Rows this version removed (deleted, or replaced by an overwrite).
     #[serde(default)]
     pub rows_deleted: u64,
+    /// The caller's idempotency key, if any.
     pub idempotency_key: Option<String>,
 }
 
 /// The root manifest of one version: `_versions/<inverted version>.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
+    /// [`FORMAT_VERSION`] of the writer.
     pub format_version: u32,
+    /// This version.
     pub version: u64,
+    /// The version it follows (`None` for version 0).
     pub parent_version: Option<u64>,
     /// Commit time, UTC; strictly greater than the parent's.
     pub timestamp: DateTime<Utc>,
+    /// The transaction that made it.
     pub transaction: TransactionRecord,
+    /// The table's schema at this version.
     pub schema: Schema,
+    /// The fragment-list segments.
     pub segments: Vec<SegmentRef>,
+    /// The id the next added fragment gets.
     pub next_fragment_id: u64,
+    /// Table properties (e.g. `isolation`).
     pub properties: BTreeMap<String, String>,
 }
 
 impl Manifest {
+    /// Rows not deleted.
     pub fn live_rows(&self) -> u64 {
         self.segments.iter().map(|s| s.live_rows).sum()
     }
 
+    /// Fragments in the version.
     pub fn fragment_count(&self) -> u64 {
         self.segments.iter().map(|s| s.fragments).sum()
     }
 
+    /// The table's default isolation level.
     pub fn isolation(&self) -> IsolationLevel {
         self.properties.get(PROPERTY_ISOLATION).and_then(|s| IsolationLevel::parse(s)).unwrap_or_default()
     }

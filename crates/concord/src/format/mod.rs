@@ -1,7 +1,8 @@
 //! The on-disk format (see FORMAT.md): names, schema, manifests, segment planning.
 //! Pure data and pure functions; no I/O.
 
-pub mod manifest;
-pub mod naming;
-pub mod schema;
-pub mod segments;
+pub(crate) mod manifest;
+pub(crate) mod naming;
+pub(crate) mod schema;
+pub(crate) mod segments;
+pub(crate) mod staged;

@@ -5,17 +5,17 @@ use object_store::path::Path;
 use uuid::Uuid;
 
 /// Folder holding one root manifest per version.
-pub const VERSIONS_DIR: &str = "_versions";
+pub(crate) const VERSIONS_DIR: &str = "_versions";
 /// Folder holding immutable fragment-list segments shared between versions.
-pub const SEGMENTS_DIR: &str = "_segments";
+pub(crate) const SEGMENTS_DIR: &str = "_segments";
 /// Folder holding deletion vectors (roaring bitmaps of deleted row offsets).
-pub const DELETIONS_DIR: &str = "_deletions";
+pub(crate) const DELETIONS_DIR: &str = "_deletions";
 /// Folder holding staged (prepared, not yet committed) transactions.
-pub const TRANSACTIONS_DIR: &str = "_transactions";
+pub(crate) const TRANSACTIONS_DIR: &str = "_transactions";
 /// Folder holding Parquet data files.
-pub const DATA_DIR: &str = "data";
+pub(crate) const DATA_DIR: &str = "data";
 /// Advisory hint naming a recent version; may be stale or missing, never trusted alone.
-pub const LATEST_HINT: &str = "_latest_version_hint.json";
+pub(crate) const LATEST_HINT: &str = "_latest_version_hint.json";
 
 const VERSION_NAME_DIGITS: usize = 20;
 const VERSION_SUFFIX: &str = ".json";
@@ -35,42 +35,42 @@ pub fn parse_version_file_name(name: &str) -> Option<u64> {
     digits.parse::<u64>().ok().map(|inverted| u64::MAX - inverted)
 }
 
-pub fn version_path(root: &Path, version: u64) -> Path {
+pub(crate) fn version_path(root: &Path, version: u64) -> Path {
     root.clone().join(VERSIONS_DIR).join(version_file_name(version).as_str())
 }
 
-pub fn versions_dir(root: &Path) -> Path {
+pub(crate) fn versions_dir(root: &Path) -> Path {
     root.clone().join(VERSIONS_DIR)
 }
 
-pub fn latest_hint_path(root: &Path) -> Path {
+pub(crate) fn latest_hint_path(root: &Path) -> Path {
     root.clone().join(LATEST_HINT)
 }
 
 /// Relative (to the table root) name of a segment file.
-pub fn segment_name(id: Uuid) -> String {
+pub(crate) fn segment_name(id: Uuid) -> String {
     format!("{SEGMENTS_DIR}/{id}.json")
 }
 
 /// Relative (to the table root) name of a data file.
-pub fn data_file_name(id: Uuid) -> String {
+pub(crate) fn data_file_name(id: Uuid) -> String {
     format!("{DATA_DIR}/{id}.parquet")
 }
 
 /// Relative (to the table root) name of a deletion-vector file.
-pub fn deletion_file_name(id: Uuid) -> String {
+pub(crate) fn deletion_file_name(id: Uuid) -> String {
     format!("{DELETIONS_DIR}/{id}.bin")
 }
 
 /// Relative (to the table root) name of a staged transaction.
-pub fn staged_transaction_name(id: Uuid) -> String {
+pub(crate) fn staged_transaction_name(id: Uuid) -> String {
     format!("{TRANSACTIONS_DIR}/{id}.json")
 }
 
 /// Checks that `relative` (read from a manifest, segment or staged transaction) names an
 /// object inside the table: `<dir>/<one name>`, no `..`, no absolute path, no scheme.
 /// Reading a table never touches objects outside it.
-pub fn check_inside(relative: &str, dir: &str) -> Result<(), String> {
+pub(crate) fn check_inside(relative: &str, dir: &str) -> Result<(), String> {
     let name = relative.strip_prefix(dir).and_then(|r| r.strip_prefix('/'));
     match name {
         Some(n) if !n.is_empty() && !n.contains(['/', '\\', ':']) && n != "." && n != ".." => Ok(()),
@@ -79,7 +79,7 @@ pub fn check_inside(relative: &str, dir: &str) -> Result<(), String> {
 }
 
 /// Absolute object path of a name relative to the table root.
-pub fn resolve(root: &Path, relative: &str) -> Path {
+pub(crate) fn resolve(root: &Path, relative: &str) -> Path {
     relative.split('/').fold(root.clone(), |p, part| p.join(part))
 }
 

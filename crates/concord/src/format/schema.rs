@@ -14,25 +14,35 @@ use arrow::datatypes::{DataType as ArrowType, Field as ArrowField, Schema as Arr
 use serde::{Deserialize, Serialize};
 
 /// Metadata key under which Parquet stores a column's field id.
-pub const PARQUET_FIELD_ID_KEY: &str = "PARQUET:field_id";
+pub(crate) const PARQUET_FIELD_ID_KEY: &str = "PARQUET:field_id";
 
 /// Column types, spelled as SQL names in manifests and on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum ColumnType {
+    /// `boolean`.
     Boolean,
+    /// `int`: 32-bit integers.
     Int,
+    /// `bigint`: 64-bit integers.
     Bigint,
+    /// `float`: 32-bit floating point.
     Float,
+    /// `double`: 64-bit floating point.
     Double,
+    /// `varchar`: UTF-8 text.
     Varchar,
+    /// `binary`: bytes.
     Binary,
+    /// `date`: days.
     Date,
     /// Microseconds since the epoch, UTC.
     Timestamp,
 }
 
 impl ColumnType {
+    /// Every type.
     pub const ALL: [ColumnType; 9] = [
         ColumnType::Boolean,
         ColumnType::Int,
@@ -45,6 +55,7 @@ impl ColumnType {
         ColumnType::Timestamp,
     ];
 
+    /// The SQL name (as in schemas and messages).
     pub fn sql_name(self) -> &'static str {
         match self {
             ColumnType::Boolean => "boolean",
@@ -59,6 +70,7 @@ impl ColumnType {
         }
     }
 
+    /// The Arrow type of its values.
     pub fn arrow_type(self) -> ArrowType {
         match self {
             ColumnType::Boolean => ArrowType::Boolean,
@@ -100,13 +112,17 @@ impl FromStr for ColumnType {
     }
 }
 
+/// A column of a table.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Field {
     /// Stable id, unique within the table's whole history.
     pub id: u32,
+    /// Its name.
     pub name: String,
+    /// Its type.
     #[serde(rename = "type")]
     pub column_type: ColumnType,
+    /// Whether it may be NULL.
     pub nullable: bool,
     /// Value of rows written before the column existed (and of rows appended without
     /// it), as text castable to the column type; `None` reads as NULL.
@@ -135,8 +151,10 @@ impl Field {
     }
 }
 
+/// A table's columns.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Schema {
+    /// The columns, in order.
     pub fields: Vec<Field>,
     /// The id the next added column receives.
     pub next_field_id: u32,
@@ -144,30 +162,73 @@ pub struct Schema {
 
 /// A schema definition string could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SchemaParseError {
+    /// No column given.
     #[error("the schema has no columns; give at least one, e.g. \"id bigint not null, name varchar\"")]
     Empty,
+    /// Not `name type [not null]`.
     #[error("column definition '{definition}' is not of the form \"name type [not null]\"")]
-    BadDefinition { definition: String },
+    BadDefinition {
+        /// The definition as given.
+        definition: String,
+    },
+    /// A type Concord does not have.
     #[error("unknown column type '{type_name}'; supported types: boolean, int, bigint, float, double, varchar, binary, date, timestamp")]
-    UnknownType { type_name: String },
+    UnknownType {
+        /// The type as given.
+        type_name: String,
+    },
+    /// Two columns of one name.
     #[error("column '{name}' is defined twice")]
-    DuplicateColumn { name: String },
+    DuplicateColumn {
+        /// The name.
+        name: String,
+    },
+    /// A default at create (defaults come with added columns).
     #[error("'{definition}': defaults are given when adding a column (concord alter <uri> add-column \"name type default expr\"), not at create")]
-    DefaultAtCreate { definition: String },
+    DefaultAtCreate {
+        /// The definition as given.
+        definition: String,
+    },
+    /// More than [`MAX_COLUMNS`] columns.
     #[error("the schema has {count} columns; a table has at most {limit}")]
-    TooManyColumns { count: usize, limit: usize },
+    TooManyColumns {
+        /// Columns given.
+        count: usize,
+        /// [`MAX_COLUMNS`].
+        limit: usize,
+    },
+    /// A name longer than [`MAX_COLUMN_NAME_BYTES`].
     #[error("a column name of {bytes} bytes is longer than the {limit} allowed")]
-    NameTooLong { bytes: usize, limit: usize },
+    NameTooLong {
+        /// Its length.
+        bytes: usize,
+        /// [`MAX_COLUMN_NAME_BYTES`].
+        limit: usize,
+    },
 }
 
 /// A column name that picks out no column, or several.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ColumnNameError {
+    /// No column has the name.
     #[error("unknown column '{name}'; the table has: {known}")]
-    Unknown { name: String, known: String },
+    Unknown {
+        /// The name.
+        name: String,
+        /// The table's columns.
+        known: String,
+    },
+    /// Several columns match the name ignoring case.
     #[error("column name '{name}' matches {} columns that differ only in case ({}); write the one you mean in double quotes with its exact case, e.g. \"{}\"", candidates.len(), candidates.join(", "), candidates[0])]
-    Ambiguous { name: String, candidates: Vec<String> },
+    Ambiguous {
+        /// The name.
+        name: String,
+        /// The columns it matches.
+        candidates: Vec<String>,
+    },
 }
 
 /// Most columns a table may have (wider tables are rejected at create and add-column).
@@ -178,14 +239,18 @@ pub const MAX_COLUMN_NAME_BYTES: usize = 256;
 /// One column definition: `name type [not null] [default <SQL expression>]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ColumnSpec {
+    /// Its name.
     pub name: String,
+    /// Its type.
     pub column_type: ColumnType,
+    /// Whether it may be NULL.
     pub nullable: bool,
     /// The default's SQL expression, as written (evaluated when the column is added).
     pub default_sql: Option<String>,
 }
 
 impl ColumnSpec {
+    /// Parses `name type [not null] [default <SQL expression>]`.
     pub fn parse(definition: &str) -> Result<ColumnSpec, SchemaParseError> {
         let bad = || SchemaParseError::BadDefinition { definition: definition.trim().to_string() };
         let (head, default_sql) = match find_word(definition, "default") {
@@ -295,10 +360,12 @@ impl Schema {
         }
     }
 
+    /// The column with field id `id`.
     pub fn field_by_id(&self, id: u32) -> Option<&Field> {
         self.fields.iter().find(|f| f.id == id)
     }
 
+    /// The column names, in order.
     pub fn names(&self) -> Vec<&str> {
         self.fields.iter().map(|f| f.name.as_str()).collect()
     }

@@ -16,13 +16,13 @@ use std::ops::Range;
 use super::manifest::{Fragment, Segment, SegmentRef};
 
 /// Number of same-level trailing segments that triggers a merge.
-pub const FANOUT: usize = 8;
+pub(crate) const FANOUT: usize = 8;
 /// Segments at this level are never merged further (≈ FANOUT^MAX_LEVEL entries).
-pub const MAX_LEVEL: u8 = 4;
+pub(crate) const MAX_LEVEL: u8 = 4;
 
 /// The level of a new segment of `entries` fragments: the smallest `L` with
 /// `entries <= FANOUT^L`, at most `MAX_LEVEL`.
-pub fn level_for(entries: usize) -> u8 {
+pub(crate) fn level_for(entries: usize) -> u8 {
     let mut level = 0u8;
     let mut capacity = 1usize;
     while entries > capacity && level < MAX_LEVEL {
@@ -34,12 +34,12 @@ pub fn level_for(entries: usize) -> u8 {
 
 /// The level of the segment merging a run of level-`run_level` segments holding
 /// `entries` fragments: above the run, and at least its size class.
-pub fn merged_level(run_level: u8, entries: usize) -> u8 {
+pub(crate) fn merged_level(run_level: u8, entries: usize) -> u8 {
     (run_level + 1).max(level_for(entries)).min(MAX_LEVEL)
 }
 
 /// The trailing run of segments to merge next, if any.
-pub fn next_merge(segments: &[SegmentRef]) -> Option<Range<usize>> {
+pub(crate) fn next_merge(segments: &[SegmentRef]) -> Option<Range<usize>> {
     let last = segments.last()?;
     if last.level >= MAX_LEVEL {
         return None;
@@ -49,7 +49,7 @@ pub fn next_merge(segments: &[SegmentRef]) -> Option<Range<usize>> {
 }
 
 /// Reference describing `segment` stored at `path`.
-pub fn segment_ref(path: String, level: u8, segment: &Segment) -> SegmentRef {
+pub(crate) fn segment_ref(path: String, level: u8, segment: &Segment) -> SegmentRef {
     SegmentRef {
         path,
         level,

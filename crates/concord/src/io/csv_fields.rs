@@ -20,13 +20,13 @@ pub(crate) struct CsvRecords<R> {
 }
 
 impl<R: BufRead> CsvRecords<R> {
-    pub fn new(reader: R) -> Self {
+    pub(crate) fn new(reader: R) -> Self {
         CsvRecords { reader, line: 0, buf: Vec::new() }
     }
 
     /// The next record and the line it starts on; `None` at the end. Blank lines are
     /// skipped. Errors say what is wrong and on which line.
-    pub fn next_record(&mut self, fields: &mut Vec<CsvField>) -> Result<Option<u64>, String> {
+    pub(crate) fn next_record(&mut self, fields: &mut Vec<CsvField>) -> Result<Option<u64>, String> {
         fields.clear();
         loop {
             self.buf.clear();

@@ -35,7 +35,7 @@ pub(crate) struct DataFileReader {
 }
 
 impl DataFileReader {
-    pub fn new(store: Arc<dyn ObjectStore>, path: Path, size: u64) -> Self {
+    pub(super) fn new(store: Arc<dyn ObjectStore>, path: Path, size: u64) -> Self {
         DataFileReader { store, path, size, chunk_starts: HashMap::new(), footer: None }
     }
 

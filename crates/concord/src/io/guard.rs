@@ -109,7 +109,7 @@ pub(crate) struct Guarded<S> {
 }
 
 impl<S> Guarded<S> {
-    pub fn new(inner: S) -> Self {
+    pub(crate) fn new(inner: S) -> Self {
         Guarded { inner: Some(inner) }
     }
 }

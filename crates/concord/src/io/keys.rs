@@ -38,14 +38,14 @@ pub(crate) struct DuplicateKey(pub String);
 impl KeySet {
     /// The key columns `names` (each resolved by [`Schema::resolve`]) of `table`, in
     /// table order.
-    pub fn fields_for(table: &Schema, names: &[String]) -> Result<Vec<Field>, ColumnNameError> {
+    pub(crate) fn fields_for(table: &Schema, names: &[String]) -> Result<Vec<Field>, ColumnNameError> {
         let ids = names.iter().map(|n| table.resolve(n.trim()).map(|f| f.id)).collect::<Result<Vec<_>, _>>()?;
         Ok(table.fields.iter().filter(|f| ids.contains(&f.id)).cloned().collect())
     }
 
     /// The keys of `batches` (table schema). Fails on a key that occurs twice, unless
     /// `duplicates` says to keep the first.
-    pub fn from_rows(table: &Schema, fields: Vec<Field>, batches: &[RecordBatch], duplicates: Duplicates) -> Result<KeySet, DuplicateKey> {
+    pub(crate) fn from_rows(table: &Schema, fields: Vec<Field>, batches: &[RecordBatch], duplicates: Duplicates) -> Result<KeySet, DuplicateKey> {
         let full = table.arrow_schema();
         let indices: Vec<usize> = fields.iter().map(|f| full.index_of(&f.name).expect("key field")).collect();
         let schema: SchemaRef = Arc::new(full.project(&indices).expect("key fields"));
@@ -74,7 +74,7 @@ impl KeySet {
 
     /// The key of each row of `batch` (table schema), and where the key set's row with
     /// that key is, if it has one.
-    pub fn locate(&self, batch: &RecordBatch) -> Result<Vec<(OwnedRow, Option<(usize, usize)>)>, ArrowError> {
+    pub(crate) fn locate(&self, batch: &RecordBatch) -> Result<Vec<(OwnedRow, Option<(usize, usize)>)>, ArrowError> {
         let columns: Vec<_> = self.indices.iter().map(|i| batch.column(*i).clone()).collect();
         let rows = self.converter.convert_columns(&columns)?;
         Ok(rows.iter().map(|row| {

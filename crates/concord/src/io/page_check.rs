@@ -28,7 +28,7 @@ pub(crate) struct ChunkType {
 }
 
 impl ChunkType {
-    pub fn of(column: &parquet::file::metadata::ColumnChunkMetaData) -> Self {
+    pub(crate) fn of(column: &parquet::file::metadata::ColumnChunkMetaData) -> Self {
         let descriptor = column.column_descr();
         ChunkType { physical: descriptor.physical_type(), type_length: descriptor.type_length() }
     }

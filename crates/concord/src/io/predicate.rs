@@ -321,7 +321,7 @@ pub(crate) fn first_row_outside(predicate: &Predicate, table: &Schema, batches: 
 impl Predicate {
     /// Rows of `batch` (which has `self.schema`) for which the predicate is true.
     /// NULL counts as false.
-    pub fn evaluate(&self, batch: &RecordBatch) -> Result<BooleanArray, ArrowError> {
+    pub(crate) fn evaluate(&self, batch: &RecordBatch) -> Result<BooleanArray, ArrowError> {
         let value = self.expr.evaluate(batch).map_err(|e| ArrowError::ComputeError(e.to_string()))?;
         let array = value.into_array(batch.num_rows()).map_err(|e| ArrowError::ComputeError(e.to_string()))?;
         match array.as_any().downcast_ref::<BooleanArray>() {

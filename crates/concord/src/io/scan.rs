@@ -32,7 +32,7 @@ use crate::format::manifest::Fragment;
 use crate::format::schema::Field;
 use crate::storage::TableStore;
 
-pub const BATCH_ROWS: usize = 8192;
+pub(crate) const BATCH_ROWS: usize = 8192;
 
 /// What to read: output columns (table fields, in output order) and an optional filter.
 #[derive(Debug)]
@@ -45,7 +45,9 @@ pub(crate) struct ScanPlan {
 /// Row-group counts of one scan, for pruning checks and reports.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct ScanMetrics {
+    /// Row groups in the files opened.
     pub row_groups_total: u64,
+    /// Row groups read (the rest were pruned by statistics).
     pub row_groups_read: u64,
 }
 

@@ -16,7 +16,7 @@ use crate::format::schema::Schema;
 use crate::storage::TableStore;
 
 /// Rows per data file (one fragment each).
-pub const MAX_ROWS_PER_FILE: usize = 1 << 20;
+pub(crate) const MAX_ROWS_PER_FILE: usize = 1 << 20;
 /// Rows per Parquet row group: the unit of statistics pruning.
 pub(crate) const ROW_GROUP_ROWS: usize = 64 * 1024;
 
@@ -41,12 +41,12 @@ pub(crate) struct FragmentWriter<'a> {
 }
 
 impl<'a> FragmentWriter<'a> {
-    pub fn new(store: &'a TableStore, env: &'a Env, schema: &'a Schema) -> Self {
+    pub(crate) fn new(store: &'a TableStore, env: &'a Env, schema: &'a Schema) -> Self {
         FragmentWriter { store, env, schema, pending: Vec::new(), pending_rows: 0, written: Vec::new() }
     }
 
     /// Takes `batch` (conforming to the schema), writing every file it completes.
-    pub async fn push(&mut self, batch: &RecordBatch) -> Result<(), WriteError> {
+    pub(crate) async fn push(&mut self, batch: &RecordBatch) -> Result<(), WriteError> {
         let mut offset = 0;
         while offset < batch.num_rows() {
             let take = (MAX_ROWS_PER_FILE - self.pending_rows).min(batch.num_rows() - offset);
@@ -61,7 +61,7 @@ impl<'a> FragmentWriter<'a> {
     }
 
     /// Writes the last file; returns every fragment written, in order.
-    pub async fn finish(mut self) -> Result<Vec<NewFragment>, WriteError> {
+    pub(crate) async fn finish(mut self) -> Result<Vec<NewFragment>, WriteError> {
         if self.pending_rows > 0 {
             self.flush().await?;
         }
@@ -69,7 +69,7 @@ impl<'a> FragmentWriter<'a> {
     }
 
     /// Fragments written so far (to remove if the write is abandoned).
-    pub fn written(&self) -> &[NewFragment] {
+    pub(crate) fn written(&self) -> &[NewFragment] {
         &self.written
     }
 

@@ -28,6 +28,7 @@ pub struct CoordinatorCapabilities {
 
 /// Outcome of a create attempt the store answered clearly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CreateOutcome {
     /// This call created the version.
     Created,
@@ -36,8 +37,55 @@ pub enum CreateOutcome {
     AlreadyExists,
 }
 
+/// Creates each version of a table exactly once (see the module docs); the conformance
+/// suite (`concord::conformance`, feature `testing`) checks an implementation.
+///
+/// A coordinator of one's own, here one that counts the versions it creates and leaves
+/// the rest to the store's put-if-absent:
+///
+/// ```
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use std::sync::Arc;
+/// use concord::{
+///     CommitCoordinator, CoordinatorCapabilities, CreateOutcome, Env, LatestLookup, ObjectStoreCoordinator, Schema, StorageError,
+///     StoreKind, Table, TableLocation,
+/// };
+/// use concord::object_store::{memory::InMemory, path::Path, ObjectStore};
+///
+/// #[derive(Debug)]
+/// struct Counting { inner: ObjectStoreCoordinator, created: AtomicU64 }
+///
+/// #[async_trait::async_trait]
+/// impl CommitCoordinator for Counting {
+///     fn capabilities(&self) -> CoordinatorCapabilities { self.inner.capabilities() }
+///     async fn create_version(&self, version: u64, manifest: bytes::Bytes) -> Result<CreateOutcome, StorageError> {
+///         let outcome = self.inner.create_version(version, manifest).await?;
+///         if outcome == CreateOutcome::Created { self.created.fetch_add(1, Ordering::Relaxed); }
+///         Ok(outcome)
+///     }
+///     async fn read_version(&self, version: u64) -> Result<Option<bytes::Bytes>, StorageError> { self.inner.read_version(version).await }
+///     async fn latest_version(&self, known: Option<u64>) -> Result<Option<u64>, StorageError> { self.inner.latest_version(known).await }
+///     async fn list_versions(&self) -> Result<Vec<u64>, StorageError> { self.inner.list_versions().await }
+///     async fn remove_version(&self, version: u64) -> Result<(), StorageError> { self.inner.remove_version(version).await }
+///     fn describe_version(&self, version: u64) -> String { self.inner.describe_version(version) }
+/// }
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+/// let root = Path::from("t");
+/// let coordinator = Arc::new(Counting {
+///     inner: ObjectStoreCoordinator::new(store.clone(), root.clone(), LatestLookup::HintThenProbe),
+///     created: AtomicU64::new(0),
+/// });
+/// let location = TableLocation::builder("memory://custom/t", store, root, StoreKind::Memory).coordinator(coordinator.clone()).build();
+/// Table::create(location, Env::system(), Schema::parse("id bigint")?).await?;
+/// assert_eq!(coordinator.created.load(Ordering::Relaxed), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
 #[async_trait]
 pub trait CommitCoordinator: Send + Sync + Debug {
+    /// What it can do.
     fn capabilities(&self) -> CoordinatorCapabilities;
 
     /// Atomically creates `version` with `manifest` if it does not exist.

@@ -44,7 +44,7 @@ const ATTR_COMPLETE: &str = "complete";
 /// killed there would.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 #[non_exhaustive]
-pub enum ProtocolStep {
+pub(super) enum ProtocolStep {
     /// The staging manifest is written.
     StagingWritten,
     /// The conditional row is written.

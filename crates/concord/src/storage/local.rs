@@ -20,12 +20,14 @@ use object_store::{
     PutResult, Result,
 };
 
+/// The local filesystem, with every write fsynced (file and folder) before it returns.
 #[derive(Debug)]
 pub struct SyncedLocalStore {
     inner: Arc<LocalFileSystem>,
 }
 
 impl SyncedLocalStore {
+    /// A store over the whole filesystem (paths are absolute).
     pub fn new() -> Self {
         SyncedLocalStore { inner: Arc::new(LocalFileSystem::new()) }
     }

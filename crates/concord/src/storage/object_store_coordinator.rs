@@ -17,6 +17,7 @@ use crate::format::naming;
 
 /// How the latest version is found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LatestLookup {
     /// One ordered LIST page: the first entry of `_versions/` is the newest (S3, Azure, GCS).
     OrderedListing,
@@ -36,6 +37,7 @@ impl std::fmt::Debug for Lister {
     }
 }
 
+/// Commits by put-if-absent of the version's manifest on the table's own store.
 #[derive(Debug)]
 pub struct ObjectStoreCoordinator {
     store: Arc<dyn ObjectStore>,
@@ -54,6 +56,7 @@ struct Hint {
 }
 
 impl ObjectStoreCoordinator {
+    /// Versions of the table at `root` in `store`, the latest found by `lookup`.
     pub fn new(store: Arc<dyn ObjectStore>, root: Path, lookup: LatestLookup) -> Self {
         ObjectStoreCoordinator { store, lister: None, root, lookup, display_prefix: String::new() }
     }
@@ -63,6 +66,7 @@ impl ObjectStoreCoordinator {
         ObjectStoreCoordinator { lister, ..self }
     }
 
+    /// Names objects in messages as `prefix` + path.
     pub fn with_display_prefix(self, prefix: impl Into<String>) -> Self {
         ObjectStoreCoordinator { display_prefix: prefix.into(), ..self }
     }

@@ -49,7 +49,7 @@ pub(crate) struct TableStore {
 }
 
 impl TableStore {
-    pub fn new(location: TableLocation) -> Self {
+    pub(crate) fn new(location: TableLocation) -> Self {
         TableStore {
             location,
             segment_cache: Mutex::new(HashMap::new()),
@@ -61,7 +61,7 @@ impl TableStore {
     /// The version (up to `latest`) whose transaction carries idempotency `key`, if any.
     /// Reads each version once per store handle (`KEY_INDEX_READS` at a time): later
     /// calls read only newer versions. A first call costs one read per retained version.
-    pub async fn version_with_key(&self, key: &str, latest: u64) -> Result<Option<u64>, OpenError> {
+    pub(crate) async fn version_with_key(&self, key: &str, latest: u64) -> Result<Option<u64>, OpenError> {
         use futures::{StreamExt, TryStreamExt};
         let mut index = self.key_index.lock().await;
         let from = index.0.map_or(0, |v| v + 1);
@@ -76,11 +76,11 @@ impl TableStore {
         Ok(index.1.get(key).copied().filter(|v| *v <= latest))
     }
 
-    pub fn cached_deletion(&self, relative: &str) -> Option<Arc<roaring::RoaringBitmap>> {
+    pub(crate) fn cached_deletion(&self, relative: &str) -> Option<Arc<roaring::RoaringBitmap>> {
         self.deletion_cache.lock().unwrap_or_else(|e| e.into_inner()).get(relative).cloned()
     }
 
-    pub fn cache_deletion(&self, relative: &str, rows: Arc<roaring::RoaringBitmap>) {
+    pub(crate) fn cache_deletion(&self, relative: &str, rows: Arc<roaring::RoaringBitmap>) {
         let mut cache = self.deletion_cache.lock().unwrap_or_else(|e| e.into_inner());
         if cache.len() >= SEGMENT_CACHE_ENTRIES {
             cache.clear();
@@ -88,12 +88,12 @@ impl TableStore {
         cache.insert(relative.to_string(), rows);
     }
 
-    pub fn path(&self, relative: &str) -> Path {
+    pub(crate) fn path(&self, relative: &str) -> Path {
         naming::resolve(&self.location.root, relative)
     }
 
     /// Version `version`'s manifest, `None` if it does not exist.
-    pub async fn read_manifest(&self, version: u64) -> Result<Option<Manifest>, OpenError> {
+    pub(crate) async fn read_manifest(&self, version: u64) -> Result<Option<Manifest>, OpenError> {
         let coordinator = &self.location.coordinator;
         match coordinator.read_version(version).await? {
             None => Ok(None),
@@ -101,7 +101,7 @@ impl TableStore {
         }
     }
 
-    pub async fn read_segment(&self, reference: &SegmentRef) -> Result<Arc<Segment>, OpenError> {
+    pub(crate) async fn read_segment(&self, reference: &SegmentRef) -> Result<Arc<Segment>, OpenError> {
         if let Some(hit) = self.segment_cache.lock().unwrap_or_else(|e| e.into_inner()).get(&reference.path) {
             return Ok(hit.clone());
         }
@@ -120,7 +120,7 @@ impl TableStore {
     }
 
     /// Writes `segment` under a fresh name and returns its reference.
-    pub async fn write_segment(&self, env: &Env, level: u8, segment: Segment) -> Result<SegmentRef, StorageError> {
+    pub(crate) async fn write_segment(&self, env: &Env, level: u8, segment: Segment) -> Result<SegmentRef, StorageError> {
         let name = naming::segment_name(env.new_uuid());
         let bytes = serde_json::to_vec(&segment).expect("segments always serialize");
         self.put_new(&name, Bytes::from(bytes)).await?;
@@ -134,7 +134,7 @@ impl TableStore {
     /// client's): it is accepted once the object is found with the expected size.
     /// object_store does not retry a PUT whose connection was reset after sending; for a
     /// fresh name that is safe, so such failures (`Generic`) are tried again here.
-    pub async fn put_new(&self, relative: &str, bytes: Bytes) -> Result<(), StorageError> {
+    pub(crate) async fn put_new(&self, relative: &str, bytes: Bytes) -> Result<(), StorageError> {
         let path = self.path(relative);
         let size = bytes.len() as u64;
         let error = |source: object_store::Error| StorageError::new("writing", self.location.display(&path), source);
@@ -157,7 +157,7 @@ impl TableStore {
 
     /// Removes objects this process wrote for a transaction that will not commit.
     /// Best effort: leftovers are unreferenced and removed by cleanup.
-    pub async fn delete_best_effort(&self, relatives: impl IntoIterator<Item = &str>) {
+    pub(crate) async fn delete_best_effort(&self, relatives: impl IntoIterator<Item = &str>) {
         for relative in relatives {
             let _ = self.location.store.delete(&self.path(relative)).await;
         }

@@ -34,6 +34,7 @@ impl Table {
         self.run(options, "drop_column", self.prepare_drop_column(name)).await
     }
 
+    /// Renames a column (by field id: no data file is rewritten).
     pub async fn rename_column(&self, from: &str, to: &str, options: &CommitOptions) -> Result<CommitInfo, WriteError> {
         self.run(options, "rename_column", self.prepare_rename_column(from, to)).await
     }
@@ -51,6 +52,7 @@ impl Table {
         self.run(options, "compact", self.prepare_compact(target_rows, progress)).await
     }
 
+    /// Prepares [`Table::add_column`].
     pub async fn prepare_add_column(&self, definition: &str) -> Result<PreparedTransaction, WriteError> {
         let base = self.latest().await?;
         let spec = ColumnSpec::parse(definition).map_err(AlterError::from)?;
@@ -76,6 +78,7 @@ impl Table {
         Ok(base.transaction(Operation::AddColumn { column }, now))
     }
 
+    /// Prepares [`Table::drop_column`].
     pub async fn prepare_drop_column(&self, name: &str) -> Result<PreparedTransaction, WriteError> {
         let base = self.latest().await?;
         let field = base.existing_column(name)?;
@@ -85,6 +88,7 @@ impl Table {
         Ok(base.transaction(Operation::DropColumn { field_id: field.id, name: field.name.clone() }, base.env.clock.now()))
     }
 
+    /// Prepares [`Table::rename_column`].
     pub async fn prepare_rename_column(&self, from: &str, to: &str) -> Result<PreparedTransaction, WriteError> {
         let base = self.latest().await?;
         let field = base.existing_column(from)?;
@@ -97,6 +101,7 @@ impl Table {
         Ok(base.transaction(Operation::RenameColumn { field_id: field.id, from: field.name.clone(), to: to.to_string() }, base.env.clock.now()))
     }
 
+    /// Prepares [`Table::set_properties`].
     pub async fn prepare_set_properties(&self, set: &BTreeMap<String, String>, unset: &[String]) -> Result<PreparedTransaction, WriteError> {
         let base = self.latest().await?;
         for key in set.keys().chain(unset) {

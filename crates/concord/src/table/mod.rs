@@ -123,18 +123,22 @@ impl Table {
         Ok(self.with_manifest(lo))
     }
 
+    /// The version this handle reads.
     pub fn version(&self) -> u64 {
         self.manifest.version
     }
 
+    /// The schema of that version.
     pub fn schema(&self) -> &Schema {
         &self.manifest.schema
     }
 
+    /// That version's root manifest.
     pub fn manifest(&self) -> &Manifest {
         &self.manifest
     }
 
+    /// The table's URI, as given.
     pub fn uri(&self) -> &str {
         &self.store.location.uri
     }

@@ -24,6 +24,7 @@ pub struct ScanOptions {
     pub columns: Option<Vec<String>>,
     /// SQL predicate, e.g. `score > 0.5 AND name LIKE 'a%'`.
     pub filter: Option<String>,
+    /// At most this many rows.
     pub limit: Option<usize>,
 }
 
@@ -35,10 +36,12 @@ pub struct TableScan {
 }
 
 impl TableScan {
+    /// The schema of its batches.
     pub fn schema(&self) -> SchemaRef {
         self.schema.clone()
     }
 
+    /// Its batches, as they are read.
     pub fn into_stream(self) -> BoxStream<'static, Result<RecordBatch, ScanError>> {
         self.stream
     }
@@ -48,6 +51,7 @@ impl TableScan {
         self.metrics.clone()
     }
 
+    /// All its batches.
     pub async fn collect(self) -> Result<Vec<RecordBatch>, ScanError> {
         self.stream.try_collect().await
     }
@@ -56,22 +60,34 @@ impl TableScan {
 /// One version in the history (field names are part of the CLI's JSON contract).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct VersionInfo {
+    /// The version.
     pub version: u64,
+    /// When it was committed (UTC).
     pub timestamp: DateTime<Utc>,
+    /// Its operation's name.
     pub operation: String,
+    /// The version its transaction was prepared against.
     pub read_version: Option<u64>,
+    /// Its transaction.
     pub transaction_id: Uuid,
+    /// Commit attempts it took.
     pub attempts: u32,
+    /// Versions it rebased over.
     pub rebased_over: Vec<u64>,
+    /// Whether part of it was re-run on a winner's changes.
     pub rerun: bool,
+    /// Its idempotency key, if any.
     pub idempotency_key: Option<String>,
+    /// Rows it added.
     pub rows_written: u64,
+    /// Rows it removed.
     pub rows_deleted: u64,
     /// Live rows in the table at this version.
     pub rows: u64,
 }
 
 impl VersionInfo {
+    /// The entry of `manifest`'s version.
     pub fn of(manifest: &Manifest) -> Self {
         let t = &manifest.transaction;
         VersionInfo {
@@ -110,6 +126,7 @@ impl Table {
         crate::io::scan::read_fragment(&self.store, fragment, plan).await
     }
 
+    /// Reads rows of this version (columns, filter and limit as `options` say), as a stream.
     pub async fn scan(&self, options: ScanOptions) -> Result<TableScan, ScanError> {
         let schema = self.schema();
         let fields: Vec<Field> = match &options.columns {

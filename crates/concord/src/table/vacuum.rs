@@ -30,10 +30,15 @@ pub const MIN_VACUUM_RETENTION: Duration = Duration::from_secs(3600);
 /// What a vacuum removed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct VacuumReport {
+    /// Versions removed.
     pub versions_removed: u64,
+    /// The oldest version kept.
     pub oldest_retained: u64,
+    /// Objects removed.
     pub objects_removed: u64,
+    /// Their bytes.
     pub bytes_removed: u64,
+    /// Objects kept (referenced, or younger than the retention).
     pub objects_kept: u64,
 }
 

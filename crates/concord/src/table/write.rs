@@ -109,6 +109,7 @@ impl Table {
         Ok(base.transaction(Operation::ReplaceWhere { predicate: sql.to_string(), columns, deletions, fragments }, now))
     }
 
+    /// Prepares [`Table::restore`].
     pub async fn prepare_restore(&self, version: u64) -> Result<PreparedTransaction, WriteError> {
         if let Err(e) = self.checkout(version).await {
             return Err(match e {
@@ -155,6 +156,7 @@ impl Table {
         Ok(base.transaction(operation, now))
     }
 
+    /// Prepares [`Table::update`]: writes the deletion vectors and new values of the matching rows.
     pub async fn prepare_update(&self, set: &[Assignment], sql: Option<&str>) -> Result<PreparedTransaction, WriteError> {
         let base = self.latest().await?;
         let now = base.env.clock.now();
@@ -197,6 +199,31 @@ impl Table {
     /// the staged transaction (its retry policy is the commit's). A transaction
     /// expecting a version the table has already moved past could never commit: it
     /// is refused here.
+    ///
+    /// A two-phase delete: prepared and staged by one process, committed by another
+    /// after an append landed, re-run on the appended rows (serializable):
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use concord::arrow::array::{Int64Array, RecordBatch};
+    /// use concord::{CommitOptions, Env, Schema, StoreResolver, Table};
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let resolver = StoreResolver::new();
+    /// let table = Table::create(resolver.resolve("memory://staged/t")?, Env::system(), Schema::parse("id bigint")?).await?;
+    /// let ids = |ids: Vec<i64>| RecordBatch::try_new(table.schema().arrow_schema(), vec![Arc::new(Int64Array::from(ids))]);
+    /// table.append(ids(vec![1, 2, 3])?, &CommitOptions::default()).await?;
+    ///
+    /// let delete = table.prepare_delete("id >= 2").await?;
+    /// let id = table.stage(&delete, &CommitOptions::default()).await?;
+    /// table.append(ids(vec![4])?, &CommitOptions::default()).await?;
+    ///
+    /// let staged = table.load_staged(&id.to_string()).await?;
+    /// let info = table.commit(&staged, &CommitOptions::default()).await?;
+    /// assert!(info.rerun, "re-ran on the appended row");
+    /// assert_eq!(table.latest().await?.count(None).await?, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn stage(&self, txn: &PreparedTransaction, options: &CommitOptions) -> Result<Uuid, WriteError> {
         if let Some(expected) = options.expect_version {
             let latest = self.latest().await?.version();
@@ -210,6 +237,7 @@ impl Table {
         Ok(txn.id)
     }
 
+    /// The staged transaction `id` (see [`Table::stage`]).
     pub async fn load_staged(&self, id: &str) -> Result<PreparedTransaction, WriteError> {
         let not_found = || WriteError::StagedNotFound { id: id.to_string() };
         let id: Uuid = id.parse().map_err(|_| not_found())?;

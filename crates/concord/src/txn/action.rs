@@ -36,7 +36,7 @@ pub(crate) struct NextState {
 
 impl NextState {
     /// `base`'s state with new `segments` and `next_fragment_id`, removing no row.
-    pub fn with_segments(base: &Manifest, segments: Vec<SegmentRef>, next_fragment_id: u64) -> Self {
+    pub(crate) fn with_segments(base: &Manifest, segments: Vec<SegmentRef>, next_fragment_id: u64) -> Self {
         NextState { schema: base.schema.clone(), segments, next_fragment_id, properties: base.properties.clone(), rows_deleted: 0 }
     }
 }

@@ -33,7 +33,7 @@ pub(crate) struct CompactAction {
 }
 
 impl CompactAction {
-    pub fn new(op: Operation) -> Self {
+    pub(crate) fn new(op: Operation) -> Self {
         CompactAction { op, replaced: Vec::new() }
     }
 }

@@ -33,6 +33,7 @@ impl RerunScope {
 
 /// What to do about one winning transaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Resolution {
     /// Our transaction means the same on top of the winner: take the next version.
     Rebase,
@@ -49,6 +50,7 @@ pub enum Resolution {
 /// A transaction committed after our read version.
 #[derive(Debug, Clone)]
 pub struct Winner<'a> {
+    /// Its version.
     pub manifest: &'a Manifest,
     /// Ids of the fragments it added (ids are assigned in commit order).
     pub added: Range<u64>,

@@ -31,7 +31,7 @@ pub(crate) struct DeleteAction {
 }
 
 impl DeleteAction {
-    pub fn new(op: Operation) -> Self {
+    pub(crate) fn new(op: Operation) -> Self {
         DeleteAction { op, state: DeletionState::default() }
     }
 }
@@ -63,7 +63,7 @@ pub(crate) struct DeletionState {
 
 impl DeletionState {
     /// `base` with `deletions` applied, then `fragments` added.
-    pub async fn apply(&mut self, cx: &Cx<'_>, base: &Manifest, deletions: &[FragmentDeletion], fragments: &[NewFragment]) -> Result<NextState, CommitError> {
+    pub(crate) async fn apply(&mut self, cx: &Cx<'_>, base: &Manifest, deletions: &[FragmentDeletion], fragments: &[NewFragment]) -> Result<NextState, CommitError> {
         let (deleted, rows_deleted) = apply(cx.store, cx.env, base, deletions, &mut self.memo).await?;
         let (segments, next_fragment_id) = add_fragments(cx.store, cx.env, deleted, base.next_fragment_id, fragments).await?;
         Ok(NextState { rows_deleted, ..NextState::with_segments(base, segments, next_fragment_id) })
@@ -71,13 +71,13 @@ impl DeletionState {
 
     /// The deletions were replaced wholesale (a re-run over everything): memoized
     /// rewrites no longer apply.
-    pub fn forget(&mut self) {
+    pub(crate) fn forget(&mut self) {
         self.memo.clear();
     }
 
     /// Re-evaluates `sql` on the fragments of `base` in `scope`, adding what it finds
     /// to `deletions` (`Fragments`) or replacing them (`Everything`).
-    pub async fn rerun_predicate(
+    pub(crate) async fn rerun_predicate(
         &mut self,
         cx: &Cx<'_>,
         base: &Manifest,

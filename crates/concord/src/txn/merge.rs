@@ -192,7 +192,7 @@ pub(crate) struct MergeAction {
 }
 
 impl MergeAction {
-    pub fn new(op: Operation) -> Self {
+    pub(crate) fn new(op: Operation) -> Self {
         MergeAction { op, state: DeletionState::default(), source: None }
     }
 }

@@ -21,54 +21,14 @@ pub(crate) mod retry;
 pub(crate) mod settle;
 pub(crate) mod update;
 
-use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::error::WriteError;
-use crate::format::manifest::{IsolationLevel, Operation};
-use crate::format::schema::Schema;
+pub use crate::format::staged::{PreparedTransaction, StagedOptions};
+use crate::format::manifest::IsolationLevel;
 pub use retry::RetryPolicy;
 
-/// A transaction whose files are written and which awaits commit. Serialized as a
-/// staged transaction (`_transactions/<id>.json`) by two-phase writes.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct PreparedTransaction {
-    pub id: Uuid,
-    /// The version the transaction was prepared against.
-    pub read_version: u64,
-    /// The schema of the read version (what the written data files follow).
-    pub read_schema: Schema,
-    /// `next_fragment_id` of the read version: fragments with ids from here on were
-    /// added by winners.
-    pub read_next_fragment_id: u64,
-    pub operation: Operation,
-    /// The value of `now()` in the transaction's SQL (UTC), fixed when it was prepared
-    /// so that a re-run computes the same values. `None` in transactions staged by
-    /// versions that had no `now()`: then the commit's time.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub now: Option<DateTime<Utc>>,
-    /// Options given when the transaction was staged: they hold when it is committed.
-    #[serde(default, skip_serializing_if = "StagedOptions::is_empty")]
-    pub staged: StagedOptions,
-}
-
-/// The commit options a staged transaction carries (see [`CommitOptions`]). A commit
-/// may repeat them but not contradict them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct StagedOptions {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub isolation: Option<IsolationLevel>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expect_version: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub idempotency_key: Option<String>,
-}
-
 impl StagedOptions {
-    pub fn is_empty(&self) -> bool {
-        *self == StagedOptions::default()
-    }
-
     /// The parts of `options` a staged transaction keeps.
     pub fn of(options: &CommitOptions) -> Self {
         StagedOptions { isolation: options.isolation, expect_version: options.expect_version, idempotency_key: options.idempotency_key.clone() }
@@ -92,12 +52,6 @@ impl StagedOptions {
     }
 }
 
-impl PreparedTransaction {
-    /// `now()` for this transaction's SQL.
-    pub(crate) fn now_or(&self, fallback: DateTime<Utc>) -> DateTime<Utc> {
-        self.now.unwrap_or(fallback)
-    }
-}
 
 /// How a write commits.
 #[derive(Debug, Clone, Default)]
@@ -106,6 +60,7 @@ pub struct CommitOptions {
     pub isolation: Option<IsolationLevel>,
     /// Commit only if the latest version is still this one (compare-and-swap).
     pub expect_version: Option<u64>,
+    /// How hard to try.
     pub retry: RetryPolicy,
     /// If a retained version already carries this key, commit nothing and report it.
     pub idempotency_key: Option<String>,
@@ -115,13 +70,21 @@ pub struct CommitOptions {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CommitInfo {
+    /// The version it committed as (or the latest, if nothing was committed).
     pub version: u64,
+    /// The operation's name.
     pub operation: String,
+    /// The transaction.
     pub transaction_id: Uuid,
+    /// Attempts it took.
     pub attempts: u32,
+    /// Versions it rebased over.
     pub rebased_over: Vec<u64>,
+    /// Whether part of it was re-run on winners' changes.
     pub rerun: bool,
+    /// Rows it added.
     pub rows_written: u64,
+    /// Rows it removed.
     pub rows_deleted: u64,
     /// True when an earlier version already carried the idempotency key: nothing new was written.
     pub idempotent_replay: bool,

@@ -35,7 +35,7 @@ pub(crate) struct ReplaceWhereAction {
 }
 
 impl ReplaceWhereAction {
-    pub fn new(op: Operation) -> Self {
+    pub(super) fn new(op: Operation) -> Self {
         ReplaceWhereAction { op, state: DeletionState::default() }
     }
 }

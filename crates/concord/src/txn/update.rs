@@ -34,7 +34,7 @@ pub(crate) struct UpdateAction {
 }
 
 impl UpdateAction {
-    pub fn new(op: Operation) -> Self {
+    pub(crate) fn new(op: Operation) -> Self {
         UpdateAction { op, state: DeletionState::default() }
     }
 }
