@@ -27,7 +27,7 @@ fn fixture() -> &'static Fixture {
         std::panic::set_hook(Box::new(|_| {}));
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let location = StoreResolver::new().resolve("memory://fuzz").unwrap();
-        let (store, path) = (location.store.clone(), location.root.clone().join("data").join("fuzz.parquet"));
+        let (store, path) = (location.store().clone(), location.root().clone().join("data").join("fuzz.parquet"));
         let schema = Schema::parse("id bigint not null, name varchar, score double").unwrap();
         let table = runtime.block_on(Table::create(location, Env::system(), schema)).unwrap();
         Fixture { runtime, table, store, path }

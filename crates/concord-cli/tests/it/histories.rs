@@ -155,7 +155,7 @@ async fn check_replay(table: &Table, written: &HashMap<uuid::Uuid, Vec<i64>>, se
                     Operation::Delete { deletions, .. } => format!("delete deletions={:?}", deletions.iter().map(|d| (d.fragment_id, d.rows)).collect::<Vec<_>>()),
                     other => other.name().to_string(),
                 };
-                eprintln!("DEBUG v{} read {:?} rebased {:?} rerun {} next_fragment_id {} schema {:?}: {detail}; ids {:?}", v.version, t.read_version, t.rebased_over, t.rerun, m.manifest().next_fragment_id, m.schema().names(), ids(&m).await);
+                eprintln!("context: v{} read {:?} rebased {:?} rerun {} next_fragment_id {} schema {:?}: {detail}; ids {:?}", v.version, t.read_version, t.rebased_over, t.rerun, m.manifest().next_fragment_id, m.schema().names(), ids(&m).await);
             }
         }
         assert_eq!(

@@ -102,9 +102,13 @@ async fn vacuum_with_writers(resolver: StoreResolver, uri: &str, label: &str, re
         .collect();
     let vacuum = {
         let table = table.clone();
+        // Runs until the deadline, and at least once when the first versions are older
+        // than the retention (on a slow server a run can take seconds, and the last one
+        // could otherwise start before anything is old enough to remove).
+        let old_enough = std::time::Instant::now() + retention + Duration::from_secs(2);
         tokio::spawn(async move {
             let (mut runs, mut removed) = (0, 0);
-            while std::time::Instant::now() < deadline {
+            while std::time::Instant::now() < deadline.max(old_enough) {
                 let r = table.vacuum(retention, true).await.unwrap();
                 removed += r.versions_removed;
                 runs += 1;

@@ -44,7 +44,8 @@ const ATTR_COMPLETE: &str = "complete";
 /// killed there would.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 #[non_exhaustive]
-pub(super) enum ProtocolStep {
+#[cfg_attr(not(feature = "testing"), allow(unreachable_pub))]
+pub enum ProtocolStep {
     /// The staging manifest is written.
     StagingWritten,
     /// The conditional row is written.
