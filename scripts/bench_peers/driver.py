@@ -252,6 +252,7 @@ def run_workers(ctx, cmds, env, log_name, timeout):
     for i, proc in enumerate(procs):
         if proc.returncode not in (0, None):
             problems.append(f"worker {i} exited with {proc.returncode}")
+    log.close()
     ends = [r["end"] for r in records if "end" in r]
     wall = (max(ends) - go) if ends else None
     return records, wall, problems
@@ -265,7 +266,8 @@ def run_one(ctx, store, writers, system):
     name = f"{store}-w{writers}-{system}"
     log = ctx.log(f"{name}.log")
     result = {"store": store, "writers": writers, "appends_per_writer": a.appends,
-              "rows_per_append": common.ROWS_PER_APPEND, "system": system, "problems": []}
+              "rows_per_append": common.ROWS_PER_APPEND, "system": system, "problems": [],
+              "loadavg_1m_before": round(os.getloadavg()[0], 2)}  # other work on the machine skews timings
     try:
         uri = table_uri(ctx, store, system, writers)
         result["uri"] = uri
@@ -425,7 +427,7 @@ def main():
     results = {
         "meta": {
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "cpus": os.cpu_count(), "platform": platform.platform(),
+            "cpus": os.cpu_count(), "platform": platform.platform(), "loadavg_1m_at_start": round(os.getloadavg()[0], 2),
             "concord": args.concord_version, "moto": args.moto_version, **versions(),
             "stores": stores, "writers": writers, "appends_per_writer": args.appends,
             "rows_per_append": common.ROWS_PER_APPEND, "systems": systems,

@@ -119,7 +119,12 @@ def print_report(results, file=sys.stdout):
     print(f"\n## Concurrent appends: Concord vs Lance vs delta-rs ({m['date']})\n", file=file)
     print(f"{m['appends_per_writer']} appends of {m['rows_per_append']} rows per writer, W writer processes on one table; "
           f"{m['cpus']} CPUs; concord {m.get('concord') or '?'}, pylance {m.get('pylance')}, deltalake {m.get('deltalake')}, "
-          f"pyarrow {m.get('pyarrow')}, moto {m.get('moto') or '?'}.\n", file=file)
+          f"pyarrow {m.get('pyarrow')}, moto {m.get('moto') or '?'}.", file=file)
+    load = m.get("loadavg_1m_at_start")
+    if load is not None:
+        busy = " (other work was running: timings are skewed)" if load > (m.get("cpus") or 1) * 0.5 else ""
+        print(f"Load average (1 min) when the benchmark started: {load:.1f}{busy}.", file=file)
+    print(file=file)
     print(main_table(results), file=file)
     print("\nRatios are Concord / peer: commits/s (> 1: Concord faster), p99 and max latency (< 1: Concord waits less). "
           "`!`: the run had problems (listed below).", file=file)

@@ -7,7 +7,7 @@
 use roaring::RoaringBitmap;
 
 use crate::error::{CorruptObject, OpenError};
-use crate::format::manifest::{Manifest, Segment, FORMAT_VERSION};
+use crate::format::manifest::{Fragment, Manifest, Segment, FORMAT_VERSION};
 use crate::format::naming;
 use crate::format::staged::PreparedTransaction;
 
@@ -31,7 +31,11 @@ pub fn manifest(path: &str, version: u64, bytes: &[u8]) -> Result<Manifest, Open
         return Err(corrupt(path, format!("it says version {}, its name says {version}", manifest.version)).into());
     }
     for segment in &manifest.segments {
-        naming::check_inside(&segment.path, naming::SEGMENTS_DIR).map_err(|reason| corrupt(path, reason))?;
+        match &segment.inline {
+            None => naming::check_inside(&segment.path, naming::SEGMENTS_DIR).map_err(|reason| corrupt(path, reason))?,
+            Some(_) if !segment.path.is_empty() => return Err(corrupt(path, "a segment both inline and in a file").into()),
+            Some(fragments) => check_fragments(path, fragments, segment.fragments)?,
+        }
     }
     Ok(manifest)
 }
@@ -39,16 +43,23 @@ pub fn manifest(path: &str, version: u64, bytes: &[u8]) -> Result<Manifest, Open
 /// A segment read from `path`, which its manifest says holds `fragments` fragments.
 pub fn segment(path: &str, fragments: u64, bytes: &[u8]) -> Result<Segment, CorruptObject> {
     let segment: Segment = serde_json::from_slice(bytes).map_err(|e| corrupt(path, e))?;
-    let named = segment.fragments.iter().flat_map(|f| {
+    check_fragments(path, &segment.fragments, fragments)?;
+    Ok(segment)
+}
+
+/// Fragments (of a segment file, or inline in the root at `path`): every file they
+/// name is inside the table, and there are as many as their reference says.
+fn check_fragments(path: &str, fragments: &[Fragment], expected: u64) -> Result<(), CorruptObject> {
+    let named = fragments.iter().flat_map(|f| {
         f.files.iter().map(|d| (d.path.as_str(), naming::DATA_DIR)).chain(f.deletion.iter().map(|d| (d.path.as_str(), naming::DELETIONS_DIR)))
     });
     for (relative, dir) in named {
         naming::check_inside(relative, dir).map_err(|reason| corrupt(path, reason))?;
     }
-    if segment.fragments.len() as u64 != fragments {
-        return Err(corrupt(path, format!("holds {} fragments, its reference says {fragments}", segment.fragments.len())));
+    if fragments.len() as u64 != expected {
+        return Err(corrupt(path, format!("holds {} fragments, its reference says {expected}", fragments.len())));
     }
-    Ok(segment)
+    Ok(())
 }
 
 /// A staged (prepared, not yet committed) transaction read from `path`.

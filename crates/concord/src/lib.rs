@@ -65,7 +65,7 @@ pub use error::{
 };
 pub use format::manifest::{
     Assignment, CompactGroup, CompactInput, DataFile, DeletionRef, Fragment, FragmentDeletion, IsolationLevel, Manifest, NewColumn, NewFragment,
-    Operation, PartialMerge, SegmentRef, TransactionRecord, FORMAT_VERSION, PROPERTY_ISOLATION,
+    Operation, PartialMerge, SegmentRef, TransactionRecord, FORMAT_VERSION, INLINE_SEGMENT_FRAGMENTS, PROPERTY_ISOLATION,
 };
 pub use format::naming::{parse_version_file_name, version_file_name};
 pub use format::schema::{sql_literal, ColumnNameError, ColumnSpec, ColumnType, Field, Schema, SchemaParseError, MAX_COLUMNS, MAX_COLUMN_NAME_BYTES};
@@ -81,7 +81,7 @@ pub use storage::{
 };
 #[cfg(feature = "testing")]
 pub use storage::{conformance, ProtocolStep};
-pub use table::{Input, ScanOptions, Table, TableScan, VacuumReport, VersionInfo, DEFAULT_COMPACT_TARGET_ROWS, MIN_VACUUM_RETENTION};
+pub use table::{Input, ScanOptions, Table, TableScan, TransactionInfo, VacuumReport, VersionInfo, DEFAULT_COMPACT_TARGET_ROWS, MIN_VACUUM_RETENTION};
 pub use txn::conflict::{resolve as resolve_conflict, RerunScope, Resolution, Winner};
 pub use txn::{CommitInfo, CommitOptions, PreparedTransaction, RetryPolicy, StagedOptions};
 

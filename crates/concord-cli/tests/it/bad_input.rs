@@ -251,11 +251,14 @@ async fn library_append_with_wrong_column_type_is_a_typed_input_error() {
 #[test]
 fn manifests_naming_paths_outside_the_table_are_refused() {
     let t = TempTable::create();
-    ok(&["append", &t.uri, &t.file("a.csv", &csv_rows(0, 3))]);
-    ok(&["append", &t.uri, &t.file("b.csv", &csv_rows(3, 3))]);
-    let latest = t.path().join("_versions").join(concord::version_file_name(2));
+    // 64 one-fragment appends: one segment of 64 fragments, in a file of its own; then a
+    // small append, held inline in the root (format 2).
+    append_one_row_fragments(&t.uri, 0, 64);
+    ok(&["append", &t.uri, &t.file("b.csv", &csv_rows(100, 3))]);
+    let latest = t.path().join("_versions").join(concord::version_file_name(65));
     let text = std::fs::read_to_string(&latest).unwrap();
     let mut manifest: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert!(manifest["segments"][1]["inline"].is_array(), "a small append is inline: {text}");
     let segment = manifest["segments"][0]["path"].as_str().unwrap().to_string();
     for evil in ["../../../etc/passwd", "/etc/passwd", "_segments/../../outside.json"] {
         manifest["segments"][0]["path"] = serde_json::Value::from(evil);
@@ -264,7 +267,14 @@ fn manifests_naming_paths_outside_the_table_are_refused() {
         assert_eq!(code, 1, "{evil}: {stderr}");
         assert_mentions(&stderr, &["outside the table", evil]);
     }
-    // A segment naming a data file outside the table: the segment is refused.
+    // An inline fragment naming a data file outside the table: the root is refused.
+    let mut manifest: serde_json::Value = serde_json::from_str(&text).unwrap();
+    manifest["segments"][1]["inline"][0]["files"][0]["path"] = serde_json::Value::from("data/../../outside.parquet");
+    std::fs::write(&latest, serde_json::to_vec(&manifest).unwrap()).unwrap();
+    let (code, _, stderr) = run(&["count", &t.uri]);
+    assert_eq!(code, 1, "{stderr}");
+    assert_mentions(&stderr, &["outside the table", "data/../../outside.parquet"]);
+    // A segment file naming a data file outside the table: the segment is refused.
     std::fs::write(&latest, text).unwrap();
     let segment_file = t.path().join(&segment);
     let seg = std::fs::read_to_string(&segment_file).unwrap();

@@ -216,3 +216,16 @@ pub fn assert_mentions(stderr: &str, words: &[&str]) {
     }
 }
 
+
+/// Appends `n` one-row fragments (ids `first..first + n`) to the table at `uri` through
+/// the library: after 64 of them the table has a segment in a file of its own (format
+/// 2 holds smaller ones inline in the root).
+pub fn append_one_row_fragments(uri: &str, first: i64, n: i64) {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let table = open_table(&StoreResolver::new(), uri).await;
+        for id in first..first + n {
+            table.append(rows(table.schema(), [id]), &concord::CommitOptions::default()).await.expect("append");
+        }
+    });
+}

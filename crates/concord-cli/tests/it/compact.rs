@@ -32,7 +32,7 @@ async fn assert_replay(table: &Table, appended: &BTreeMap<uuid::Uuid, Vec<i64>>)
     for info in latest.history().await.unwrap() {
         let version = latest.checkout(info.version).await.unwrap();
         let mut expected = previous.clone();
-        match &version.manifest().transaction.operation {
+        match &version.manifest().transaction().operation {
             Operation::Append { .. } => expected.extend(appended[&info.transaction_id].iter().map(|id| (*id, *id as f64))),
             Operation::Delete { predicate, .. } => {
                 let matches = oracle_predicate(predicate);

@@ -205,7 +205,7 @@ impl CommitCoordinator for FaultyCoordinator {
             }
             Fault::Interloper => {
                 let mut other: serde_json::Value = serde_json::from_slice(&manifest).unwrap();
-                other["transaction"]["id"] = serde_json::json!(uuid::Uuid::new_v4());
+                other["transactions"][0]["id"] = serde_json::json!(uuid::Uuid::new_v4());
                 self.injected.fetch_add(1, Ordering::SeqCst);
                 self.inner.create_version(version, Bytes::from(serde_json::to_vec(&other).unwrap())).await?;
                 self.inner.create_version(version, manifest).await

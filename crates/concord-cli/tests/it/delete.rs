@@ -26,7 +26,7 @@ pub(crate) async fn assert_replay_serializable(table: &Table, written: &Written)
     for info in latest.history().await.unwrap() {
         let version = latest.checkout(info.version).await.unwrap();
         let previous = states.last().cloned().unwrap_or_default();
-        let expected: BTreeSet<i64> = match &version.manifest().transaction.operation {
+        let expected: BTreeSet<i64> = match &version.manifest().transaction().operation {
             Operation::Create => BTreeSet::new(),
             Operation::Append { .. } => previous.into_iter().chain(written[&info.transaction_id].iter().copied()).collect(),
             Operation::Overwrite { .. } => written[&info.transaction_id].iter().copied().collect(),

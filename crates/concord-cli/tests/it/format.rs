@@ -57,9 +57,9 @@ async fn commit_cost_does_not_grow_with_fragment_count() {
     v2.version = 2;
     v2.parent_version = Some(1);
     v2.timestamp = v1.timestamp + TimeDelta::milliseconds(1);
-    v2.transaction.id = uuid::Uuid::new_v4();
-    v2.transaction.read_version = Some(1);
-    v2.transaction.operation = Operation::Append { fragments: vec![] };
+    v2.transactions[0].id = uuid::Uuid::new_v4();
+    v2.transactions[0].read_version = Some(1);
+    v2.transactions[0].operation = Operation::Append { fragments: vec![] };
     v2.segments.push(SegmentRef {
         path: segment_path.into(),
         level: 4,
@@ -67,6 +67,7 @@ async fn commit_cost_does_not_grow_with_fragment_count() {
         live_rows: 100_000,
         min_fragment_id: 1,
         max_fragment_id: 100_000,
+        inline: None,
     });
     v2.next_fragment_id = 100_001;
     big.location.coordinator().create_version(2, Bytes::from(serde_json::to_vec(&v2).unwrap())).await.unwrap();
@@ -132,7 +133,7 @@ async fn seeded_environment_replays_the_same_ids() {
         let env = Env { clock: Arc::new(concord::SystemClock::default()), random: Arc::new(StdRandom::seeded(42)) };
         let table = Table::create(f.location.clone(), env, Schema::parse(TWO_COLUMNS).unwrap()).await.unwrap();
         let info = table.append(&[rows(table.schema(), 0..3)], &CommitOptions::default()).await.unwrap();
-        ids.push((table.manifest().transaction.id, info.transaction_id));
+        ids.push((table.manifest().transaction().id, info.transaction_id));
     }
     assert_eq!(ids[0], ids[1]);
 }
@@ -193,4 +194,51 @@ async fn manifests_round_trip_and_version_files_are_inverted() {
     let stored = f.location.store().get(&path).await.unwrap().bytes().await.unwrap();
     assert_eq!(serde_json::from_slice::<Manifest>(&stored).unwrap(), manifest);
     assert_eq!(concord::version_file_name(1), "18446744073709551614.json");
+}
+
+/// Copies `dir` (recursively) to `to`.
+fn copy_dir(dir: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// A table written by format 1 (tests/data/format1-table) opens, reads, travels in
+/// time and accepts commits (a staged delete it holds, and new appends), which are
+/// written in format 2; the old versions stay readable beside them.
+#[test]
+fn a_format_1_table_opens_reads_and_accepts_commits() {
+    use crate::common::{ok, TempTable};
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let t = TempTable::uncreated();
+    copy_dir(&data.join("format1-table"), &t.dir.path().join("t"));
+    let version_file = |v: u64| t.dir.path().join("t/_versions").join(concord::version_file_name(v));
+    let format_of = |v: u64| serde_json::from_slice::<serde_json::Value>(&std::fs::read(version_file(v)).unwrap()).unwrap()["format_version"].clone();
+    assert_eq!(format_of(13), 1, "the fixture is format 1");
+    assert_eq!(ok(&["scan", &t.uri, "--format", "csv"]), std::fs::read_to_string(data.join("format1-expected.csv")).unwrap());
+    assert_eq!(ok(&["count", &t.uri]).trim(), "19");
+    assert_eq!(ok(&["count", &t.uri, "--version", "5"]).trim(), "10");
+    let history: serde_json::Value = serde_json::from_str(&ok(&["history", &t.uri, "--format", "json"])).unwrap();
+    let history = history.as_array().unwrap();
+    assert_eq!(history.len(), 14);
+    assert_eq!(history[11]["operation"], "delete");
+    assert_eq!(history[11]["transactions"][0]["transaction_id"], history[11]["transaction_id"], "one transaction per format 1 version");
+    // The staged delete, written by format 1, commits on today's code.
+    let staged = std::fs::read_to_string(data.join("format1-staged-id.txt")).unwrap();
+    ok(&["commit", &t.uri, staged.trim()]);
+    assert_eq!(ok(&["count", &t.uri]).trim(), "18");
+    assert_eq!(ok(&["count", &t.uri, "--where", "id = 4"]).trim(), "0");
+    let file = t.file("more.csv", "id,name,score,qty\n100,x,1.5,3\n");
+    ok(&["append", &t.uri, &file]);
+    assert_eq!(format_of(15), concord::FORMAT_VERSION, "new versions are written in format 2");
+    assert_eq!(ok(&["count", &t.uri]).trim(), "19");
+    assert_eq!(ok(&["count", &t.uri, "--version", "12"]).trim(), "19", "format 1 versions stay readable");
+    ok(&["update", &t.uri, "--set", "score = score + 1", "--where", "id < 2"]);
+    assert_eq!(ok(&["scan", &t.uri, "--where", "id = 0", "--columns", "score", "--format", "csv"]), "score\n101.5\n", "0.5, +100 by format 1, +1 now");
 }

@@ -108,7 +108,7 @@ async fn check_replay(table: &Table, written: &HashMap<uuid::Uuid, Vec<i64>>, se
     for info in &history {
         let version = latest.checkout(info.version).await.unwrap();
         let previous = states.last().cloned().unwrap_or_default();
-        let mut expected: Vec<i64> = match &version.manifest().transaction.operation {
+        let mut expected: Vec<i64> = match &version.manifest().transaction().operation {
             Operation::Create => Vec::new(),
             Operation::Append { .. } => previous.iter().chain(&written[&info.transaction_id]).copied().collect(),
             Operation::Overwrite { .. } => written[&info.transaction_id].clone(),
@@ -148,7 +148,7 @@ async fn check_replay(table: &Table, written: &HashMap<uuid::Uuid, Vec<i64>>, se
         if actual != expected {
             for v in history.iter().filter(|v| v.version + 6 >= info.version && v.version <= info.version) {
                 let m = latest.checkout(v.version).await.unwrap();
-                let t = &m.manifest().transaction;
+                let t = &m.manifest().transaction();
                 let detail = match &t.operation {
                     Operation::Merge { partial, deletions, fragments, .. } => format!("merge partial={} deletions={:?} fragments={}", partial.is_some(), deletions.iter().map(|d| (d.fragment_id, d.rows)).collect::<Vec<_>>(), fragments.len()),
                     Operation::Update { deletions, fragments, .. } => format!("update deletions={:?} fragments={}", deletions.iter().map(|d| (d.fragment_id, d.rows)).collect::<Vec<_>>(), fragments.len()),

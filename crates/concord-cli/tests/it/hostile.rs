@@ -94,10 +94,13 @@ fn make_oversized(path: &std::path::Path) {
 
 #[test]
 fn oversized_metadata_objects_are_refused_before_being_read() {
+    // 64 fragments, the first of ten rows: a segment too large to be held inline; the
+    // delete leaves that first fragment with a deletion vector.
     let t = ten_rows();
+    append_one_row_fragments(&t.uri, 100, 63);
     ok(&["delete", &t.uri, "--where", "id < 3"]);
     let limit = MAX_METADATA_BYTES.to_string();
-    // A segment and a deletion vector (version 2 uses both).
+    // A segment and a deletion vector (version 65 uses both).
     for dir in ["_segments", "_deletions"] {
         let victim = std::fs::read_dir(t.path().join(dir)).unwrap().flatten().map(|e| e.path()).max_by_key(|p| p.metadata().unwrap().modified().unwrap()).unwrap();
         let original = std::fs::read(&victim).unwrap();
@@ -108,12 +111,12 @@ fn oversized_metadata_objects_are_refused_before_being_read() {
         std::fs::write(&victim, original).unwrap();
     }
     // The newest manifest: refused, naming it; older versions stay readable.
-    let newest = t.path().join("_versions").join(version_file_name(2));
+    let newest = t.path().join("_versions").join(version_file_name(65));
     make_oversized(&newest);
     let (code, _, stderr) = run(&["count", &t.uri]);
     assert_eq!(code, 1, "{stderr}");
-    assert!(stderr.contains(&limit) && stderr.contains(&version_file_name(2)), "{stderr}");
-    assert_eq!(ok(&["count", &t.uri, "--version", "1"]), "10\n");
+    assert!(stderr.contains(&limit) && stderr.contains(&version_file_name(65)), "{stderr}");
+    assert_eq!(ok(&["count", &t.uri, "--version", "64"]), "73\n");
 }
 
 #[test]

@@ -164,7 +164,7 @@ async fn dynamodb_protocol_crash_points() {
         let mut manifest = table.latest().await.unwrap().manifest().clone();
         manifest.version = 2;
         manifest.parent_version = Some(1);
-        manifest.transaction.id = uuid::Uuid::new_v4();
+        manifest.transactions[0].id = uuid::Uuid::new_v4();
         manifest.timestamp += chrono::TimeDelta::milliseconds(1);
         let bytes = Bytes::from(serde_json::to_vec(&manifest).unwrap());
         coordinator.create_version_until(2, bytes, step).await.unwrap();

@@ -12,8 +12,10 @@ use uuid::Uuid;
 
 use super::schema::Schema;
 
-/// Version of the on-disk format written by this library.
-pub const FORMAT_VERSION: u32 = 1;
+/// Version of the on-disk format written by this library. Format 2 (FORMAT.md §3):
+/// small segments inline in the root, and a list of transactions per version; format
+/// 1 roots (one `transaction`, every segment an object) are read as well.
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Table property naming the default isolation level.
 pub const PROPERTY_ISOLATION: &str = "isolation";
@@ -97,6 +99,18 @@ pub struct DeletionRef {
     pub deleted_rows: u64,
 }
 
+impl SegmentRef {
+    /// What identifies the segment's contents across versions: its file's path, or for
+    /// an inline segment its fragments themselves (two inline segments with equal
+    /// fragments are the same segment).
+    pub fn identity(&self) -> std::borrow::Cow<'_, str> {
+        match &self.inline {
+            None => std::borrow::Cow::Borrowed(&self.path),
+            Some(fragments) => std::borrow::Cow::Owned(serde_json::to_string(fragments).expect("fragments always serialize")),
+        }
+    }
+}
+
 impl Fragment {
     /// Rows not deleted.
     pub fn live_rows(&self) -> u64 {
@@ -104,10 +118,12 @@ impl Fragment {
     }
 }
 
-/// Reference from a root to an immutable segment file listing fragments.
+/// Reference from a root to an immutable segment listing fragments: a file of its own,
+/// or (format 2, at most [`INLINE_SEGMENT_FRAGMENTS`] fragments) held in the root.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SegmentRef {
-    /// Relative to the table root, e.g. `_segments/<uuid>.json`.
+    /// Relative to the table root, e.g. `_segments/<uuid>.json`; empty when inline.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub path: String,
     /// Merge tier; see FORMAT.md ("Segments").
     pub level: u8,
@@ -119,7 +135,14 @@ pub struct SegmentRef {
     pub min_fragment_id: u64,
     /// The largest fragment id in it.
     pub max_fragment_id: u64,
+    /// An inline segment's fragments (then `path` is empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inline: Option<Vec<Fragment>>,
 }
+
+/// Segments of at most this many fragments are held in the root manifest instead of
+/// a file of their own, so a small commit writes no segment object (format 2).
+pub const INLINE_SEGMENT_FRAGMENTS: usize = 8;
 
 /// Contents of a segment file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -353,7 +376,7 @@ impl Operation {
     }
 }
 
-/// The transaction that produced a version.
+/// One transaction of a version.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TransactionRecord {
     /// The transaction's id.
@@ -377,6 +400,7 @@ pub struct TransactionRecord {
 
 /// The root manifest of one version: `_versions/<inverted version>.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "ManifestOnDisk")]
 pub struct Manifest {
     /// [`FORMAT_VERSION`] of the writer.
     pub format_version: u32,
@@ -386,8 +410,10 @@ pub struct Manifest {
     pub parent_version: Option<u64>,
     /// Commit time, UTC; strictly greater than the parent's.
     pub timestamp: DateTime<Utc>,
-    /// The transaction that made it.
-    pub transaction: TransactionRecord,
+    /// The transactions that made it, never empty, in the order they apply: a version
+    /// is its parent with each applied in turn. One, except in a shared version (group
+    /// or job commit). Format 1 stored the one as `transaction`.
+    pub transactions: Vec<TransactionRecord>,
     /// The table's schema at this version.
     pub schema: Schema,
     /// The fragment-list segments.
@@ -398,7 +424,53 @@ pub struct Manifest {
     pub properties: BTreeMap<String, String>,
 }
 
+/// A root as stored, format 1 (`transaction`) or 2 (`transactions`).
+#[derive(Deserialize)]
+struct ManifestOnDisk {
+    format_version: u32,
+    version: u64,
+    parent_version: Option<u64>,
+    timestamp: DateTime<Utc>,
+    #[serde(default)]
+    transaction: Option<TransactionRecord>,
+    #[serde(default)]
+    transactions: Option<Vec<TransactionRecord>>,
+    schema: Schema,
+    segments: Vec<SegmentRef>,
+    next_fragment_id: u64,
+    properties: BTreeMap<String, String>,
+}
+
+impl TryFrom<ManifestOnDisk> for Manifest {
+    type Error = &'static str;
+    fn try_from(m: ManifestOnDisk) -> Result<Self, Self::Error> {
+        let transactions = match (m.transaction, m.transactions) {
+            (Some(one), None) => vec![one],
+            (None, Some(list)) if !list.is_empty() => list,
+            (None, Some(_)) => return Err("a version with no transaction"),
+            (None, None) => return Err("missing field `transactions`"),
+            (Some(_), Some(_)) => return Err("both `transaction` and `transactions`"),
+        };
+        Ok(Manifest {
+            format_version: m.format_version,
+            version: m.version,
+            parent_version: m.parent_version,
+            timestamp: m.timestamp,
+            transactions,
+            schema: m.schema,
+            segments: m.segments,
+            next_fragment_id: m.next_fragment_id,
+            properties: m.properties,
+        })
+    }
+}
+
 impl Manifest {
+    /// The version's first transaction (its only one, unless the version is shared).
+    pub fn transaction(&self) -> &TransactionRecord {
+        self.transactions.first().expect("a manifest always has a transaction")
+    }
+
     /// Rows not deleted.
     pub fn live_rows(&self) -> u64 {
         self.segments.iter().map(|s| s.live_rows).sum()

@@ -9,11 +9,15 @@
 //! - a root holds at most `(FANOUT - 1) * MAX_LEVEL` partial segments plus full ones
 //!   (one per FANOUT^(MAX_LEVEL - level_for(k)) commits of k fragments: 4096 one-fragment commits);
 //! - each fragment entry is rewritten at most `MAX_LEVEL` times over its life;
-//! - a commit reads and writes O(changed fragments) entries, amortised.
+//! - a commit reads and writes O(changed fragments) entries, amortised;
+//! - (format 2) a segment of at most `INLINE_SEGMENT_FRAGMENTS` fragments is held in the
+//!   root, not in a file: levels 0 and 1 are inline, so a root holds at most
+//!   `(FANOUT - 1) * (1 + FANOUT)` inline fragments, and a small commit writes no
+//!   segment object (one in FANOUT^2 one-fragment commits writes the merged level-2 one).
 
 use std::ops::Range;
 
-use super::manifest::{Fragment, Segment, SegmentRef};
+use super::manifest::{Fragment, Segment, SegmentRef, INLINE_SEGMENT_FRAGMENTS};
 
 /// Number of same-level trailing segments that triggers a merge.
 pub(crate) const FANOUT: usize = 8;
@@ -48,6 +52,11 @@ pub(crate) fn next_merge(segments: &[SegmentRef]) -> Option<Range<usize>> {
     (run >= FANOUT).then(|| segments.len() - run..segments.len())
 }
 
+/// Whether `segment` is held in the root (format 2) rather than in a file of its own.
+pub(crate) fn is_inline(segment: &Segment) -> bool {
+    segment.fragments.len() <= INLINE_SEGMENT_FRAGMENTS
+}
+
 /// Reference describing `segment` stored at `path`.
 pub(crate) fn segment_ref(path: String, level: u8, segment: &Segment) -> SegmentRef {
     SegmentRef {
@@ -57,7 +66,14 @@ pub(crate) fn segment_ref(path: String, level: u8, segment: &Segment) -> Segment
         live_rows: segment.fragments.iter().map(Fragment::live_rows).sum(),
         min_fragment_id: segment.fragments.first().map_or(0, |f| f.id),
         max_fragment_id: segment.fragments.last().map_or(0, |f| f.id),
+        inline: None,
     }
+}
+
+/// Reference holding `segment` inline.
+pub(crate) fn inline_ref(level: u8, segment: Segment) -> SegmentRef {
+    let reference = segment_ref(String::new(), level, &segment);
+    SegmentRef { inline: Some(segment.fragments), ..reference }
 }
 
 #[cfg(test)]
@@ -65,7 +81,7 @@ mod tests {
     use super::*;
 
     fn seg(level: u8) -> SegmentRef {
-        SegmentRef { path: String::new(), level, fragments: 1, live_rows: 1, min_fragment_id: 0, max_fragment_id: 0 }
+        SegmentRef { path: String::new(), level, fragments: 1, live_rows: 1, min_fragment_id: 0, max_fragment_id: 0, inline: None }
     }
 
     /// Simulates `n` commits of `per_commit` fragments; returns the final levels and

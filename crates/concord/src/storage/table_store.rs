@@ -37,9 +37,27 @@ const KEY_INDEX_READS: usize = 16;
 /// Segments are immutable, so caching them is always safe; the cap bounds memory.
 const SEGMENT_CACHE_ENTRIES: usize = 4096;
 
+/// Manifests kept per handle. Versions are immutable, so a cached one is always right;
+/// the commit loop needs the last few (the base and its winners), history walks many.
+const MANIFEST_CACHE_ENTRIES: usize = 1024;
+
+/// How long what a handle learned of the latest version counts as current: a write
+/// within this time starts from it without looking the latest up again (one LIST or
+/// probe saved). Staleness costs nothing in correctness: a winner the handle did not
+/// know of makes the first create fail and is then read and judged like any other.
+pub(crate) const NEWEST_FRESH_FOR: std::time::Duration = std::time::Duration::from_secs(1);
+
 #[derive(Debug)]
 pub(crate) struct TableStore {
     pub location: TableLocation,
+    /// Manifests by version (see `MANIFEST_CACHE_ENTRIES`).
+    manifests: Mutex<std::collections::BTreeMap<u64, Arc<Manifest>>>,
+    /// The newest version this handle has seen (opened, looked up, lost a race to or
+    /// committed), and when (the env clock's monotonic time).
+    newest: Mutex<Option<(Arc<Manifest>, std::time::Duration)>>,
+    /// When this handle last lost a commit race (monotonic) and how long that attempt
+    /// took: a new transaction then yields to the writers already waiting.
+    last_contention: Mutex<Option<(std::time::Duration, std::time::Duration)>>,
     segment_cache: Mutex<HashMap<String, Arc<Segment>>>,
     /// Deletion vectors, immutable like segments.
     deletion_cache: Mutex<HashMap<String, Arc<roaring::RoaringBitmap>>>,
@@ -52,6 +70,9 @@ impl TableStore {
     pub(crate) fn new(location: TableLocation) -> Self {
         TableStore {
             location,
+            manifests: Mutex::new(std::collections::BTreeMap::new()),
+            newest: Mutex::new(None),
+            last_contention: Mutex::new(None),
             segment_cache: Mutex::new(HashMap::new()),
             deletion_cache: Mutex::new(HashMap::new()),
             key_index: tokio::sync::Mutex::new((None, HashMap::new())),
@@ -68,7 +89,7 @@ impl TableStore {
         let mut reads = futures::stream::iter(from..=latest).map(|v| async move { Ok::<_, OpenError>((v, self.read_manifest(v).await?)) }).buffered(KEY_INDEX_READS);
         while let Some((v, manifest)) = reads.try_next().await? {
             // None: removed by vacuum (older versions), nothing to index.
-            if let Some(k) = manifest.and_then(|m| m.transaction.idempotency_key) {
+            for k in manifest.iter().flat_map(|m| m.transactions.iter()).filter_map(|t| t.idempotency_key.clone()) {
                 index.1.entry(k).or_insert(v);
             }
             index.0 = Some(v);
@@ -92,16 +113,79 @@ impl TableStore {
         naming::resolve(&self.location.root, relative)
     }
 
-    /// Version `version`'s manifest, `None` if it does not exist.
-    pub(crate) async fn read_manifest(&self, version: u64) -> Result<Option<Manifest>, OpenError> {
+    /// Version `version`'s manifest, `None` if it does not exist. Read once per handle
+    /// (then cached: versions are immutable).
+    pub(crate) async fn read_manifest(&self, version: u64) -> Result<Option<Arc<Manifest>>, OpenError> {
+        if let Some(hit) = self.manifests.lock().unwrap_or_else(|e| e.into_inner()).get(&version) {
+            return Ok(Some(hit.clone()));
+        }
+        self.read_manifest_now(version).await
+    }
+
+    /// Version `version`'s manifest as the store holds it now (`None`: it does not
+    /// exist, or vacuum removed it), bypassing the cache: for reads that must not
+    /// find a removed version (time travel).
+    pub(crate) async fn read_manifest_now(&self, version: u64) -> Result<Option<Arc<Manifest>>, OpenError> {
         let coordinator = &self.location.coordinator;
         match coordinator.read_version(version).await? {
             None => Ok(None),
-            Some(bytes) => crate::decode::manifest(&coordinator.describe_version(version), version, &bytes).map(Some),
+            Some(bytes) => {
+                let manifest = crate::decode::manifest(&coordinator.describe_version(version), version, &bytes)?;
+                Ok(Some(self.remember(manifest)))
+            }
         }
     }
 
+    /// Caches `manifest` (read, or created by this handle) and returns it shared.
+    pub(crate) fn remember(&self, manifest: Manifest) -> Arc<Manifest> {
+        let manifest = Arc::new(manifest);
+        let mut cache = self.manifests.lock().unwrap_or_else(|e| e.into_inner());
+        if cache.len() >= MANIFEST_CACHE_ENTRIES {
+            // The oldest versions are the least likely to be read again.
+            let oldest = *cache.keys().next().expect("not empty");
+            cache.remove(&oldest);
+        }
+        cache.insert(manifest.version, manifest.clone());
+        manifest
+    }
+
+    /// Records that `manifest`'s version exists, as of `now` (monotonic).
+    pub(crate) fn saw_newest(&self, manifest: &Arc<Manifest>, now: std::time::Duration) {
+        let mut newest = self.newest.lock().unwrap_or_else(|e| e.into_inner());
+        match &*newest {
+            Some((known, _)) if known.version > manifest.version => {}
+            _ => *newest = Some((manifest.clone(), now)),
+        }
+    }
+
+    /// The newest version this handle knows of, if it learned of it within
+    /// [`NEWEST_FRESH_FOR`] of `now` (monotonic).
+    pub(crate) fn fresh_newest(&self, now: std::time::Duration) -> Option<Arc<Manifest>> {
+        let newest = self.newest.lock().unwrap_or_else(|e| e.into_inner());
+        newest.as_ref().filter(|(_, at)| now.saturating_sub(*at) < NEWEST_FRESH_FOR).map(|(m, _)| m.clone())
+    }
+
+    /// Records a lost race at `now` (monotonic) whose attempt took `latency`.
+    pub(crate) fn saw_contention(&self, now: std::time::Duration, latency: std::time::Duration) {
+        *self.last_contention.lock().unwrap_or_else(|e| e.into_inner()) = Some((now, latency));
+    }
+
+    /// If this handle lost a race within [`NEWEST_FRESH_FOR`] of `now`: how long that
+    /// attempt took.
+    pub(crate) fn recent_contention(&self, now: std::time::Duration) -> Option<std::time::Duration> {
+        let last = self.last_contention.lock().unwrap_or_else(|e| e.into_inner());
+        last.filter(|(at, _)| now.saturating_sub(*at) < NEWEST_FRESH_FOR).map(|(_, latency)| latency)
+    }
+
+    /// The newest version this handle knows of, however old that knowledge.
+    pub(crate) fn newest_known(&self) -> Option<Arc<Manifest>> {
+        self.newest.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(|(m, _)| m.clone())
+    }
+
     pub(crate) async fn read_segment(&self, reference: &SegmentRef) -> Result<Arc<Segment>, OpenError> {
+        if let Some(fragments) = &reference.inline {
+            return Ok(Arc::new(Segment { fragments: fragments.clone() }));
+        }
         if let Some(hit) = self.segment_cache.lock().unwrap_or_else(|e| e.into_inner()).get(&reference.path) {
             return Ok(hit.clone());
         }
@@ -119,8 +203,12 @@ impl TableStore {
         Ok(segment)
     }
 
-    /// Writes `segment` under a fresh name and returns its reference.
+    /// Writes `segment` under a fresh name and returns its reference; a small one is
+    /// held inline in the root instead (`segments::is_inline`: nothing is written).
     pub(crate) async fn write_segment(&self, env: &Env, level: u8, segment: Segment) -> Result<SegmentRef, StorageError> {
+        if segments::is_inline(&segment) {
+            return Ok(segments::inline_ref(level, segment));
+        }
         let name = naming::segment_name(env.new_uuid());
         let bytes = serde_json::to_vec(&segment).expect("segments always serialize");
         self.put_new(&name, Bytes::from(bytes)).await?;

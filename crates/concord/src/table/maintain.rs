@@ -54,7 +54,7 @@ impl Table {
 
     /// Prepares [`Table::add_column`].
     pub async fn prepare_add_column(&self, definition: &str) -> Result<PreparedTransaction, WriteError> {
-        let base = self.latest().await?;
+        let base = self.write_base().await?;
         let spec = ColumnSpec::parse(definition).map_err(AlterError::from)?;
         if !alter::valid_column_name(&spec.name) {
             return Err(AlterError::BadName { name: spec.name }.into());
@@ -80,7 +80,7 @@ impl Table {
 
     /// Prepares [`Table::drop_column`].
     pub async fn prepare_drop_column(&self, name: &str) -> Result<PreparedTransaction, WriteError> {
-        let base = self.latest().await?;
+        let base = self.write_base().await?;
         let field = base.existing_column(name)?;
         if base.schema().fields.len() == 1 {
             return Err(AlterError::LastColumn { name: name.to_string() }.into());
@@ -90,7 +90,7 @@ impl Table {
 
     /// Prepares [`Table::rename_column`].
     pub async fn prepare_rename_column(&self, from: &str, to: &str) -> Result<PreparedTransaction, WriteError> {
-        let base = self.latest().await?;
+        let base = self.write_base().await?;
         let field = base.existing_column(from)?;
         if !alter::valid_column_name(to) {
             return Err(AlterError::BadName { name: to.to_string() }.into());
@@ -103,7 +103,7 @@ impl Table {
 
     /// Prepares [`Table::set_properties`].
     pub async fn prepare_set_properties(&self, set: &BTreeMap<String, String>, unset: &[String]) -> Result<PreparedTransaction, WriteError> {
-        let base = self.latest().await?;
+        let base = self.write_base().await?;
         for key in set.keys().chain(unset) {
             if !KNOWN_PROPERTIES.iter().any(|(k, _)| k == key) {
                 let known = KNOWN_PROPERTIES.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", ");
@@ -125,7 +125,7 @@ impl Table {
         if target_rows == 0 {
             return Err(AlterError::BadTargetRows { given: target_rows }.into());
         }
-        let base = self.latest().await?;
+        let base = self.write_base().await?;
         let plan = compact::plan(&base.fragments().await?, target_rows);
         let mut groups = Vec::with_capacity(plan.len());
         for (done, fragments) in plan.iter().enumerate() {

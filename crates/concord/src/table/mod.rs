@@ -19,7 +19,7 @@ use crate::storage::{TableLocation, TableStore};
 
 pub use input::Input;
 pub use maintain::DEFAULT_COMPACT_TARGET_ROWS;
-pub use read::{ScanOptions, TableScan, VersionInfo};
+pub use read::{ScanOptions, TableScan, TransactionInfo, VersionInfo};
 pub use vacuum::{VacuumReport, MIN_VACUUM_RETENTION};
 
 /// A table at one version. Cheap to clone. Writes commit on top of the latest version
@@ -44,7 +44,7 @@ impl Table {
             version: 0,
             parent_version: None,
             timestamp: env.clock.now(),
-            transaction: TransactionRecord {
+            transactions: vec![TransactionRecord {
                 id: env.new_uuid(),
                 read_version: None,
                 operation: Operation::Create,
@@ -53,14 +53,16 @@ impl Table {
                 rerun: false,
                 rows_deleted: 0,
                 idempotency_key: None,
-            },
+            }],
             schema,
             segments: Vec::new(),
             next_fragment_id: 0,
             properties: BTreeMap::from([(PROPERTY_ISOLATION.to_string(), IsolationLevel::Serializable.as_str().to_string())]),
         };
         if crate::txn::settle::create_table(&store, &manifest).await? {
-            Ok(Table { store, env, manifest: Arc::new(manifest) })
+            let manifest = store.remember(manifest);
+            store.saw_newest(&manifest, env.clock.monotonic());
+            Ok(Table { store, env, manifest })
         } else {
             Err(CreateError::AlreadyExists { uri: store.location.uri.clone() })
         }
@@ -69,15 +71,15 @@ impl Table {
     /// Opens the latest version.
     pub async fn open(location: TableLocation, env: Env) -> Result<Table, OpenError> {
         let store = Arc::new(TableStore::new(location));
-        let manifest = latest_manifest(&store, None).await?;
-        Ok(Table { store, env, manifest: Arc::new(manifest) })
+        let manifest = latest_manifest(&store, &env, None).await?;
+        Ok(Table { store, env, manifest })
     }
 
     /// Opens version `version` without reading the latest one (which may be unreadable).
     pub async fn open_version(location: TableLocation, env: Env, version: u64) -> Result<Table, OpenError> {
         let store = Arc::new(TableStore::new(location));
         match store.read_manifest(version).await? {
-            Some(m) => Ok(Table { store, env, manifest: Arc::new(m) }),
+            Some(manifest) => Ok(Table { store, env, manifest }),
             None => {
                 let versions = store.location.coordinator.list_versions().await?;
                 match (versions.first(), versions.last()) {
@@ -88,22 +90,49 @@ impl Table {
         }
     }
 
-    /// The latest version of this table, as of now.
+    /// The latest version of this table, as of now (looked up: one LIST or probe).
     pub async fn latest(&self) -> Result<Table, OpenError> {
-        let manifest = latest_manifest(&self.store, Some(self.manifest.version)).await?;
+        let known = self.store.newest_known().map_or(self.manifest.version, |m| m.version.max(self.manifest.version));
+        let manifest = latest_manifest(&self.store, &self.env, Some(known)).await?;
         Ok(self.with_manifest(manifest))
+    }
+
+    /// The newest version this handle (or a clone of it) has seen: opened, looked up,
+    /// lost a commit race to, or committed. No I/O; after a write through this handle,
+    /// the version it committed (or a newer one).
+    pub fn newest_known(&self) -> Table {
+        match self.store.newest_known() {
+            Some(m) if m.version > self.manifest.version => self.with_manifest(m),
+            _ => self.clone(),
+        }
+    }
+
+    /// The version a write prepares against: the newest this handle knows if it
+    /// learned of it within the last second (no request), else the latest, looked up.
+    /// Either is correct: winners the handle did not know of are judged at commit.
+    pub(crate) async fn write_base(&self) -> Result<Table, OpenError> {
+        match self.store.fresh_newest(self.env.clock.monotonic()) {
+            Some(m) => Ok(self.with_manifest(m)),
+            None => self.latest().await,
+        }
     }
 
     /// Version `version` of this table.
     pub async fn checkout(&self, version: u64) -> Result<Table, OpenError> {
-        let table = Table::open_version(self.store.location.clone(), self.env.clone(), version).await?;
-        Ok(self.with_manifest(Arc::unwrap_or_clone(table.manifest)))
+        // Not from the cache: a version vacuum removed must not be found.
+        match self.store.read_manifest_now(version).await? {
+            Some(m) => Ok(self.with_manifest(m)),
+            None => {
+                let table = Table::open_version(self.store.location.clone(), self.env.clone(), version).await?;
+                Ok(self.with_manifest(table.manifest))
+            }
+        }
     }
 
     /// The newest version committed at or before `at`. Version timestamps strictly
     /// increase along the chain, so this bisects: O(log versions) reads.
     pub async fn checkout_as_of(&self, at: DateTime<Utc>) -> Result<Table, OpenError> {
-        let latest = latest_manifest(&self.store, Some(self.manifest.version)).await?;
+        let latest = latest_manifest(&self.store, &self.env, Some(self.manifest.version)).await?;
         if latest.timestamp <= at {
             return Ok(self.with_manifest(latest));
         }
@@ -148,17 +177,18 @@ impl Table {
         self.manifest.live_rows()
     }
 
-    fn with_manifest(&self, manifest: Manifest) -> Table {
-        Table { store: self.store.clone(), env: self.env.clone(), manifest: Arc::new(manifest) }
+    fn with_manifest(&self, manifest: Arc<Manifest>) -> Table {
+        Table { store: self.store.clone(), env: self.env.clone(), manifest }
     }
 
-    async fn read_required(&self, version: u64) -> Result<Manifest, OpenError> {
+    async fn read_required(&self, version: u64) -> Result<Arc<Manifest>, OpenError> {
         // Versions around it exist: cleanup removed it during this read.
         self.store.read_manifest(version).await?.ok_or(OpenError::Removed { version })
     }
 }
 
-async fn latest_manifest(store: &TableStore, known: Option<u64>) -> Result<Manifest, OpenError> {
+/// The latest version, looked up (and remembered as the newest the handle has seen).
+async fn latest_manifest(store: &TableStore, env: &Env, known: Option<u64>) -> Result<Arc<Manifest>, OpenError> {
     let coordinator = &store.location.coordinator;
     let not_found = || not_a_table(store).unwrap_or_else(|| OpenError::NotFound { uri: store.location.uri.clone() });
     let latest = match coordinator.latest_version(known).await {
@@ -166,7 +196,9 @@ async fn latest_manifest(store: &TableStore, known: Option<u64>) -> Result<Manif
         Err(e) => return Err(not_a_table(store).unwrap_or(OpenError::Storage(e))),
     };
     // A version seen in a listing or probe can only disappear through cleanup.
-    store.read_manifest(latest).await?.ok_or_else(not_found)
+    let manifest = store.read_manifest(latest).await?.ok_or_else(not_found)?;
+    store.saw_newest(&manifest, env.clock.monotonic());
+    Ok(manifest)
 }
 
 /// A local path that is a file: no table can be there (a table is a folder).

@@ -58,25 +58,28 @@ impl TableScan {
 }
 
 /// One version in the history (field names are part of the CLI's JSON contract).
+/// The transaction fields are the first transaction's; `transactions` lists them all
+/// (more than one in a shared version).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct VersionInfo {
     /// The version.
     pub version: u64,
     /// When it was committed (UTC).
     pub timestamp: DateTime<Utc>,
-    /// Its operation's name.
+    /// Its operation's name (its transactions', if they share one; else `mixed`).
     pub operation: String,
-    /// The version its transaction was prepared against.
+    /// The version its first transaction was prepared against.
     pub read_version: Option<u64>,
-    /// Its transaction.
+    /// Its first transaction.
     pub transaction_id: Uuid,
-    /// Commit attempts it took.
+    /// Commit attempts it took (the most any of its transactions took).
     pub attempts: u32,
-    /// Versions it rebased over.
+    /// Versions its first transaction rebased over.
     pub rebased_over: Vec<u64>,
-    /// Whether part of it was re-run on a winner's changes.
+    /// Whether part of a transaction was re-run on a winner's changes.
     pub rerun: bool,
-    /// Its idempotency key, if any.
+    /// Its first transaction's idempotency key, if any.
     pub idempotency_key: Option<String>,
     /// Rows it added.
     pub rows_written: u64,
@@ -84,25 +87,65 @@ pub struct VersionInfo {
     pub rows_deleted: u64,
     /// Live rows in the table at this version.
     pub rows: u64,
+    /// Its transactions, in the order they apply.
+    pub transactions: Vec<TransactionInfo>,
+}
+
+/// One transaction of a version, in the history.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct TransactionInfo {
+    /// The transaction.
+    pub transaction_id: Uuid,
+    /// Its operation's name.
+    pub operation: String,
+    /// The version it was prepared against.
+    pub read_version: Option<u64>,
+    /// Its idempotency key, if any.
+    pub idempotency_key: Option<String>,
+    /// Rows it added.
+    pub rows_written: u64,
+    /// Rows it removed.
+    pub rows_deleted: u64,
+    /// Commit attempts it took.
+    pub attempts: u32,
+    /// Whether part of it was re-run on a winner's changes.
+    pub rerun: bool,
 }
 
 impl VersionInfo {
     /// The entry of `manifest`'s version.
     pub fn of(manifest: &Manifest) -> Self {
-        let t = &manifest.transaction;
+        let transactions: Vec<TransactionInfo> = manifest
+            .transactions
+            .iter()
+            .map(|t| TransactionInfo {
+                transaction_id: t.id,
+                operation: t.operation.name().to_string(),
+                read_version: t.read_version,
+                idempotency_key: t.idempotency_key.clone(),
+                rows_written: t.operation.rows_written(),
+                rows_deleted: t.rows_deleted,
+                attempts: t.attempts,
+                rerun: t.rerun,
+            })
+            .collect();
+        let first = manifest.transaction();
+        let operation = if transactions.iter().all(|t| t.operation == transactions[0].operation) { transactions[0].operation.clone() } else { "mixed".to_string() };
         VersionInfo {
             version: manifest.version,
             timestamp: manifest.timestamp,
-            operation: t.operation.name().to_string(),
-            read_version: t.read_version,
-            transaction_id: t.id,
-            attempts: t.attempts,
-            rebased_over: t.rebased_over.clone(),
-            rerun: t.rerun,
-            idempotency_key: t.idempotency_key.clone(),
-            rows_written: t.operation.rows_written(),
-            rows_deleted: t.rows_deleted,
+            operation,
+            read_version: first.read_version,
+            transaction_id: first.id,
+            attempts: transactions.iter().map(|t| t.attempts).max().unwrap_or(1),
+            rebased_over: first.rebased_over.clone(),
+            rerun: transactions.iter().any(|t| t.rerun),
+            idempotency_key: first.idempotency_key.clone(),
+            rows_written: transactions.iter().map(|t| t.rows_written).sum(),
+            rows_deleted: transactions.iter().map(|t| t.rows_deleted).sum(),
             rows: manifest.live_rows(),
+            transactions,
         }
     }
 }
@@ -166,7 +209,7 @@ impl Table {
         let versions = self.store.location.coordinator.list_versions().await?;
         let wanted: Vec<u64> = versions.into_iter().filter(|v| *v <= self.version()).collect();
         let store = self.store.clone();
-        let manifests: Vec<Option<Manifest>> = futures::stream::iter(wanted)
+        let manifests: Vec<Option<Arc<Manifest>>> = futures::stream::iter(wanted)
             .map(|v| {
                 let store = store.clone();
                 async move { store.read_manifest(v).await }
@@ -174,7 +217,7 @@ impl Table {
             .buffered(16)
             .try_collect()
             .await?;
-        Ok(manifests.iter().flatten().map(VersionInfo::of).collect())
+        Ok(manifests.iter().flatten().map(|m| VersionInfo::of(m)).collect())
     }
 }
 

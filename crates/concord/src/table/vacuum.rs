@@ -70,7 +70,9 @@ impl Table {
         for v in versions.iter().filter(|v| **v >= oldest_retained) {
             let Some(m) = self.store.read_manifest(*v).await? else { continue };
             for segment in &m.segments {
-                referenced.insert(segment.path.clone());
+                if segment.inline.is_none() {
+                    referenced.insert(segment.path.clone());
+                }
                 for f in &self.store.read_segment(segment).await?.fragments {
                     referenced.extend(f.files.iter().map(|d| d.path.clone()));
                     referenced.extend(f.deletion.iter().map(|d| d.path.clone()));

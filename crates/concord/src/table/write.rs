@@ -71,7 +71,7 @@ impl Table {
     pub fn prepare_append(&self, input: impl Into<Input>) -> impl Future<Output = Result<PreparedTransaction, WriteError>> + Send + '_ {
         let input = input.into();
         async move {
-            let base = self.latest().await?;
+            let base = self.write_base().await?;
             let now = base.env.clock.now();
             let fragments = base.write_input(input, None).await?;
             Ok(base.transaction(Operation::Append { fragments }, now))
@@ -86,7 +86,7 @@ impl Table {
     }
 
     async fn prepare_overwrite_of(&self, input: Input, filter: Option<&str>) -> Result<PreparedTransaction, WriteError> {
-        let base = self.latest().await?;
+        let base = self.write_base().await?;
         let now = base.env.clock.now();
         let Some(sql) = filter else {
             let fragments = base.write_input(input, None).await?;
@@ -117,13 +117,13 @@ impl Table {
                 other => other.into(),
             });
         }
-        let base = self.latest().await?;
+        let base = self.write_base().await?;
         Ok(base.transaction(Operation::Restore { version }, base.env.clock.now()))
     }
 
     /// Finds the live rows matching `sql` and writes them as deletion vectors.
     pub async fn prepare_delete(&self, sql: &str) -> Result<PreparedTransaction, WriteError> {
-        let base = self.latest().await?;
+        let base = self.write_base().await?;
         let now = base.env.clock.now();
         let (columns, deletions) = base.find_deletions(sql, now).await?;
         Ok(base.transaction(Operation::Delete { predicate: sql.to_string(), columns, deletions }, now))
@@ -137,7 +137,7 @@ impl Table {
     }
 
     async fn prepare_merge_of(&self, input: Input, keys: &[String]) -> Result<PreparedTransaction, WriteError> {
-        let base = self.latest().await?;
+        let base = self.write_base().await?;
         let now = base.env.clock.now();
         let mut chunks = input::chunks(input, base.schema(), Required::WhenInserted);
         let (mut batches, mut present, mut sources) = (Vec::new(), None, Vec::<String>::new());
@@ -158,7 +158,7 @@ impl Table {
 
     /// Prepares [`Table::update`]: writes the deletion vectors and new values of the matching rows.
     pub async fn prepare_update(&self, set: &[Assignment], sql: Option<&str>) -> Result<PreparedTransaction, WriteError> {
-        let base = self.latest().await?;
+        let base = self.write_base().await?;
         let now = base.env.clock.now();
         let update = update::compile(base.schema(), sql, set, now)?;
         let fragments = base.fragments().await?;
@@ -320,10 +320,11 @@ impl Table {
     /// version is read once per table handle (see `TableStore::version_with_key`).
     async fn already_committed(&self, options: &CommitOptions, operation: &str) -> Result<Option<CommitInfo>, WriteError> {
         let Some(key) = &options.idempotency_key else { return Ok(None) };
-        let latest = self.latest().await?;
-        let Some(version) = self.store.version_with_key(key, latest.version()).await? else { return Ok(None) };
+        // Versions after the base are judged (their keys too) by the commit loop.
+        let base = self.write_base().await?;
+        let Some(version) = self.store.version_with_key(key, base.version()).await? else { return Ok(None) };
         let Some(m) = self.store.read_manifest(version).await? else { return Ok(None) };
-        CommitInfo::replay_of(&m, key, operation).map(Some).map_err(WriteError::from)
+        Ok(CommitInfo::replay_of(&m, key, operation)?)
     }
 }
 

@@ -4,7 +4,7 @@
 use std::ops::Range;
 
 use crate::error::IncompatibleReason;
-use crate::format::manifest::{CompactGroup, FragmentDeletion, IsolationLevel, Manifest, Operation};
+use crate::format::manifest::{CompactGroup, FragmentDeletion, IsolationLevel, Operation};
 use crate::format::schema::Schema;
 
 /// Which fragments of the base a re-run reads (what a [`Resolution::Rerun`] asks for).
@@ -49,17 +49,29 @@ pub enum Resolution {
 
 /// A transaction committed after our read version.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Winner<'a> {
-    /// Its version.
-    pub manifest: &'a Manifest,
-    /// Ids of the fragments it added (ids are assigned in commit order).
+    /// What it did.
+    pub operation: &'a Operation,
+    /// The table's schema after it (its version's).
+    pub schema: &'a Schema,
+    /// Ids of the fragments its version added (ids are assigned in commit order).
     pub added: Range<u64>,
+}
+
+impl<'a> Winner<'a> {
+    /// The transaction `operation` of a version whose schema is `schema` and which added
+    /// the fragments `added`. (A shared version's transactions are judged one by one;
+    /// schema changes never share a version, so they all have its schema.)
+    pub fn new(operation: &'a Operation, schema: &'a Schema, added: Range<u64>) -> Self {
+        Winner { operation, schema, added }
+    }
 }
 
 /// The resolution of `ours` (prepared against `our_schema`) over `winner`.
 pub fn resolve(ours: &Operation, our_schema: &Schema, isolation: IsolationLevel, winner: Winner<'_>) -> Resolution {
-    let theirs = &winner.manifest.schema;
-    let their_op = &winner.manifest.transaction.operation;
+    let theirs = winner.schema;
+    let their_op = winner.operation;
     match ours {
         Operation::Create => rule_create_never_races(),
         Operation::Append { fragments } => rule_written_columns_still_fit(written_fields(fragments), our_schema, theirs),
@@ -319,10 +331,15 @@ fn rule_written_columns_still_fit(mut written: Vec<u32>, ours: &Schema, theirs: 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::manifest::Manifest;
     use crate::format::schema::{ColumnType, Field};
 
     fn schema(def: &str) -> Schema {
         Schema::parse(def).unwrap()
+    }
+
+    fn win(manifest: &Manifest, added: Range<u64>) -> Winner<'_> {
+        Winner::new(&manifest.transaction().operation, &manifest.schema, added)
     }
 
     fn manifest_of(operation: Operation) -> Manifest {
@@ -331,7 +348,7 @@ mod tests {
             version: 5,
             parent_version: Some(4),
             timestamp: chrono::Utc::now(),
-            transaction: crate::format::manifest::TransactionRecord {
+            transactions: vec![crate::format::manifest::TransactionRecord {
                 id: uuid::Uuid::nil(),
                 read_version: Some(4),
                 operation,
@@ -340,7 +357,7 @@ mod tests {
                 rerun: false,
                 rows_deleted: 0,
                 idempotency_key: None,
-            },
+            }],
             schema: schema("id bigint not null, name varchar"),
             segments: vec![],
             next_fragment_id: 12,
@@ -365,20 +382,20 @@ mod tests {
         let ours_schema = schema("id bigint not null, name varchar");
         let empty_overwrite = Operation::Overwrite { fragments: vec![] };
         let winner = manifest_of(delete.clone());
-        assert_eq!(resolve(&empty_overwrite, &ours_schema, S, Winner { manifest: &winner, added: 0..0 }), Resolution::Rebase, "no rows, nothing to misfit");
+        assert_eq!(resolve(&empty_overwrite, &ours_schema, S, win(&winner, 0..0)), Resolution::Rebase, "no rows, nothing to misfit");
         for (name, winner_op, isolation, expected) in cases {
             let winner = manifest_of(winner_op);
-            let got = resolve(&delete, &ours_schema, isolation, Winner { manifest: &winner, added: 10..12 });
+            let got = resolve(&delete, &ours_schema, isolation, win(&winner, 10..12));
             assert_eq!(got, expected, "{name}");
         }
         let mut dropped = manifest_of(Operation::Restore { version: 1 });
         dropped.schema = schema("name varchar");
         dropped.schema.fields[0].id = 1;
-        let got = resolve(&delete, &ours_schema, S, Winner { manifest: &dropped, added: 0..0 });
+        let got = resolve(&delete, &ours_schema, S, win(&dropped, 0..0));
         assert!(matches!(got, Resolution::Incompatible { reason } if reason.to_string().contains("removed column 'id'")));
         let mut renamed = manifest_of(Operation::Restore { version: 1 });
         renamed.schema.fields[0].name = "key".into();
-        let got = resolve(&delete, &ours_schema, S, Winner { manifest: &renamed, added: 0..0 });
+        let got = resolve(&delete, &ours_schema, S, win(&renamed, 0..0));
         assert!(matches!(got, Resolution::Incompatible { reason } if reason.to_string().contains("renamed column 'id' to 'key'")));
     }
 
@@ -436,13 +453,13 @@ mod tests {
             ("compaction over an append", compact.clone(), manifest_of(Operation::Append { fragments: vec![] }), true),
         ];
         for (name, ours, winner, rebases) in cases {
-            let got = resolve(&ours, &ours_schema, IsolationLevel::Serializable, Winner { manifest: &winner, added: 12..12 });
+            let got = resolve(&ours, &ours_schema, IsolationLevel::Serializable, win(&winner, 12..12));
             assert_eq!(got == Resolution::Rebase, rebases, "{name}: {got:?}");
             if !rebases {
                 assert!(matches!(got, Resolution::Incompatible { .. }), "{name}: {got:?}");
             }
         }
-        let over_delete = resolve(&compact, &ours_schema, IsolationLevel::Serializable, Winner { manifest: &manifest_of(Operation::Delete { predicate: "id = 1".into(), columns: vec![0], deletions: vec![] }), added: 12..12 });
+        let over_delete = resolve(&compact, &ours_schema, IsolationLevel::Serializable, win(&manifest_of(Operation::Delete { predicate: "id = 1".into(), columns: vec![0], deletions: vec![] }), 12..12));
         assert_eq!(over_delete, Resolution::Rerun(RerunScope::Everything), "compaction re-checks its groups after a delete");
         // A delete whose fragments a compaction rewrote re-runs on its output, under both levels.
         let delete = Operation::Delete {
@@ -451,7 +468,7 @@ mod tests {
             deletions: vec![crate::format::manifest::FragmentDeletion { fragment_id: 3, path: "d".into(), rows: 1 }],
         };
         for isolation in [IsolationLevel::Serializable, IsolationLevel::Snapshot] {
-            let got = resolve(&delete, &ours_schema, isolation, Winner { manifest: &manifest_of(compact.clone()), added: 12..13 });
+            let got = resolve(&delete, &ours_schema, isolation, win(&manifest_of(compact.clone()), 12..13));
             assert_eq!(got, Resolution::Rerun(RerunScope::Fragments(vec![12..13])), "{isolation:?}");
         }
     }

@@ -170,7 +170,7 @@ pub(crate) async fn fragments_in_scope(store: &TableStore, base: &Manifest, scop
 }
 
 /// Segments already rewritten by an earlier attempt of the same delete: base segment
-/// path -> (its rewrite, or `None` if every fragment left; rows newly deleted in it).
+/// identity -> (its rewrite, or `None` if every fragment left; rows newly deleted in it).
 ///
 /// Valid across attempts because segments are immutable and a fragment's deltas are
 /// all known in the attempt that first sees its segment (re-runs happen before apply);
@@ -194,7 +194,7 @@ async fn apply(
     let mut segments = Vec::with_capacity(base.segments.len());
     let mut newly_deleted = 0u64;
     for reference in &base.segments {
-        if let Some((rewritten, deleted)) = memo.get(&reference.path) {
+        if let Some((rewritten, deleted)) = memo.get(reference.identity().as_ref()) {
             segments.extend(rewritten.iter().cloned());
             newly_deleted += deleted;
             continue;
@@ -239,7 +239,7 @@ async fn apply(
             (true, true) => None,
             (true, false) => Some(store.write_segment(env, reference.level, Segment { fragments }).await?),
         };
-        memo.insert(reference.path.clone(), (rewritten.clone(), newly_deleted - deleted_before));
+        memo.insert(reference.identity().into_owned(), (rewritten.clone(), newly_deleted - deleted_before));
         segments.extend(rewritten);
     }
     Ok((segments, newly_deleted))

@@ -25,7 +25,7 @@ use uuid::Uuid;
 
 use crate::error::WriteError;
 pub use crate::format::staged::{PreparedTransaction, StagedOptions};
-use crate::format::manifest::IsolationLevel;
+use crate::format::manifest::{IsolationLevel, Manifest, TransactionRecord};
 pub use retry::RetryPolicy;
 
 impl StagedOptions {
@@ -94,9 +94,9 @@ pub struct CommitInfo {
 }
 
 impl CommitInfo {
-    /// The outcome reported for `manifest`'s transaction (committed now, or earlier).
-    pub(crate) fn of(manifest: &crate::format::manifest::Manifest) -> CommitInfo {
-        let record = &manifest.transaction;
+    /// The outcome reported for transaction `record` of `manifest` (committed now, or
+    /// earlier).
+    pub(crate) fn of(manifest: &Manifest, record: &TransactionRecord) -> CommitInfo {
         CommitInfo {
             version: manifest.version,
             operation: record.operation.name().to_string(),
@@ -113,8 +113,10 @@ impl CommitInfo {
 
     /// The outcome of a retry whose idempotency `key` version `manifest` carries: a
     /// replay, if it is the same operation; a different operation cannot be its retry.
-    pub(crate) fn replay_of(manifest: &crate::format::manifest::Manifest, key: &str, operation: &str) -> Result<CommitInfo, crate::error::CommitError> {
-        let theirs = manifest.transaction.operation.name();
+    /// `None` if no transaction of `manifest` carries `key`.
+    pub(crate) fn replay_of(manifest: &Manifest, key: &str, operation: &str) -> Result<Option<CommitInfo>, crate::error::CommitError> {
+        let Some(record) = manifest.transactions.iter().find(|t| t.idempotency_key.as_deref() == Some(key)) else { return Ok(None) };
+        let theirs = record.operation.name();
         if theirs != operation {
             return Err(crate::error::CommitError::KeyOfAnotherOperation {
                 key: key.to_string(),
@@ -123,7 +125,7 @@ impl CommitInfo {
                 ours: operation.to_string(),
             });
         }
-        Ok(CommitInfo { idempotent_replay: true, ..CommitInfo::of(manifest) })
+        Ok(Some(CommitInfo { idempotent_replay: true, ..CommitInfo::of(manifest, record) }))
     }
 
     /// Nothing committed (nothing to change, or maintenance that gave way): the table

@@ -3,6 +3,7 @@
 //! Nothing is guessed; only when storage stays unreachable past the retry budget is the
 //! outcome reported unknown.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -16,8 +17,9 @@ use crate::storage::{CreateOutcome, TableStore};
 /// How one create attempt ended, once ambiguity is settled.
 pub(crate) enum Attempt {
     Won,
-    /// Someone else holds the version.
-    Lost,
+    /// Someone else holds the version: its manifest, as read back (the winner the next
+    /// attempt judges and builds on).
+    Lost(Arc<Manifest>),
     /// The create failed with `cause`, and reading back found nobody holding the version:
     /// it did not land (yet). Retried at the same version; if the budget ends here, the
     /// outcome is reported unknown, since a delayed write could still land.
@@ -25,6 +27,14 @@ pub(crate) enum Attempt {
 }
 
 /// Creates `version`; on an unclear answer reads it back until it can tell.
+///
+/// `speculate`: read the version while creating it, so that if the create loses, the
+/// winner is already in hand and the next attempt can start at once (no read-back
+/// round trip). A writer that has lost before does this: it is what lets it catch up
+/// with a winner that needs no read before its next attempt (FORMAT.md §7,
+/// "Fairness"). The read is the one read of the winner a lost attempt costs; a won
+/// attempt wastes it.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn create_and_settle(
     store: &TableStore,
     env: &Env,
@@ -33,21 +43,36 @@ pub(crate) async fn create_and_settle(
     txn: &PreparedTransaction,
     opts: &CommitOptions,
     started: Duration,
+    speculate: bool,
 ) -> Result<Attempt, CommitError> {
     let coordinator = &store.location.coordinator;
-    let cause = match coordinator.create_version(version, bytes).await {
+    let (created, early) = if speculate {
+        let (created, read) = futures::join!(coordinator.create_version(version, bytes), coordinator.read_version(version));
+        (created, read.ok().flatten())
+    } else {
+        (coordinator.create_version(version, bytes).await, None)
+    };
+    let cause = match created {
         Ok(CreateOutcome::Created) => return Ok(Attempt::Won),
         Ok(CreateOutcome::AlreadyExists) => None,
         Err(e) => Some(e),
     };
+    let settled = |found: Bytes| -> Result<Attempt, CommitError> {
+        let holder = crate::decode::manifest(&coordinator.describe_version(version), version, &found)?;
+        if holder.transactions.iter().any(|t| t.id == txn.id) {
+            return Ok(Attempt::Won);
+        }
+        Ok(Attempt::Lost(store.remember(holder)))
+    };
+    // Read while creating: whoever holds the version now holds it for good.
+    if let Some(found) = early {
+        return settled(found);
+    }
     let mut last_error: Option<StorageError> = cause;
     let mut failures = 0u32;
     loop {
         match coordinator.read_version(version).await {
-            Ok(Some(found)) => {
-                let holder = crate::decode::manifest(&coordinator.describe_version(version), version, &found)?;
-                return Ok(if holder.transaction.id == txn.id { Attempt::Won } else { Attempt::Lost });
-            }
+            Ok(Some(found)) => return settled(found),
             Ok(None) if last_error.is_some() => return Ok(Attempt::NotWritten(last_error.expect("checked"))),
             // "Already exists" but unreadable: a store that is not read-after-write
             // consistent, or a spurious precondition failure. After a few reads, treat it
@@ -69,7 +94,7 @@ pub(crate) async fn create_and_settle(
                 .unwrap_or_else(|| StorageError::new("reading back", coordinator.describe_version(version), StorageCause::ReportedButUnreadable));
             return Err(CommitError::CommitStateUnknown { version, transaction_id: txn.id, cause });
         }
-        let pause = opts.retry.backoff(failures, opts.retry.min_backoff, |max| env.random_below_or_eq(max));
+        let pause = opts.retry.error_backoff(failures, opts.retry.min_backoff, |max| env.random_below_or_eq(max));
         env.clock.sleep(pause).await;
     }
 }
@@ -86,7 +111,7 @@ pub(crate) async fn create_table(store: &TableStore, manifest: &Manifest) -> Res
             Ok(Some(found)) => {
                 let holder = crate::decode::manifest(&coordinator.describe_version(0), 0, &found)
                     .map_err(|e| CorruptObject { path: coordinator.describe_version(0), reason: e.to_string() })?;
-                holder.transaction.id == manifest.transaction.id
+                holder.transaction().id == manifest.transaction().id
             }
             Ok(None) => return Err(CreateError::Storage(cause)),
             Err(_) => return Err(CreateError::StateUnknown { cause }),

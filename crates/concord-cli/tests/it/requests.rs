@@ -1,0 +1,105 @@
+//! Requests per operation, counted on every backend (FORMAT.md §7): opening the
+//! latest version, a cold append (open, then append: what `concord append` does), a
+//! warm append (a handle that just committed), and an append whose first attempt loses
+//! to a winner; at 10 and at 1,000 versions. On object stores (S3, Azure): open 2
+//! (LIST, GET), cold append 4, warm append 2; a lost attempt adds one read of the winner
+//! and the next conditional PUT, and the writer's winning attempt then reads the
+//! version as it creates it (fairness: FORMAT.md §7), one read more. The same at both
+//! sizes.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use chrono::TimeDelta;
+use concord::{CommitOptions, Env, Operation, Schema, Table, TransactionRecord};
+
+use crate::conformance::{backends, Fixture};
+use crate::counting::Tally;
+use crate::common::*;
+
+/// Grows the table to `target` versions fast: each new version is the latest with no
+/// change (a property update), written straight through the coordinator.
+async fn grow_to(f: &Fixture, target: u64) {
+    let table = Table::open(f.location.clone(), Env::system()).await.unwrap();
+    let mut manifest = table.manifest().clone();
+    let coordinator = f.location.coordinator();
+    for v in manifest.version + 1..=target {
+        manifest.parent_version = Some(v - 1);
+        manifest.version = v;
+        manifest.timestamp += TimeDelta::microseconds(1);
+        manifest.transactions = vec![TransactionRecord {
+            id: uuid::Uuid::new_v4(),
+            read_version: Some(v - 1),
+            operation: Operation::SetProperties { set: BTreeMap::new(), unset: Vec::new() },
+            attempts: 1,
+            rebased_over: Vec::new(),
+            rerun: false,
+            rows_deleted: 0,
+            idempotency_key: None,
+        }];
+        coordinator.create_version(v, Bytes::from(serde_json::to_vec(&manifest).unwrap())).await.unwrap();
+    }
+    coordinator.after_commit(target).await;
+}
+
+/// Requests of the store, plus DynamoDB's for a coordinated fixture.
+async fn counted<T>(f: &Fixture, work: impl std::future::Future<Output = T>) -> (T, Tally, u64) {
+    let d0 = f.dynamo_requests();
+    let (out, tally) = f.counting.measure(work).await;
+    (out, tally, f.dynamo_requests() - d0)
+}
+
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+struct Costs {
+    open: u64,
+    cold_append: u64,
+    warm_append: u64,
+    lost_append: u64,
+}
+
+async fn costs(f: &Fixture, first_id: i64) -> Costs {
+    let ((), _, _) = counted(f, async {}).await;
+    let (opened, open, d_open) = counted(f, Table::open(f.location.clone(), Env::system())).await;
+    opened.unwrap();
+    let options = CommitOptions::default();
+    // Cold: open and append, as `concord append` does.
+    let (table, cold, d_cold) = counted(f, async {
+        let table = Table::open(f.location.clone(), Env::system()).await.unwrap();
+        table.append(rows(table.schema(), [first_id]), &options).await.unwrap();
+        table
+    })
+    .await;
+    let ((), warm, d_warm) = counted(f, async {
+        table.append(rows(table.schema(), [first_id + 1]), &options).await.unwrap();
+    })
+    .await;
+    // Another handle wins the next version; this handle's first attempt then loses.
+    let other = Table::open(f.location.clone(), Env::system()).await.unwrap();
+    other.append(rows(other.schema(), [first_id + 2]), &options).await.unwrap();
+    let (info, lost, d_lost) = counted(f, table.append(rows(table.schema(), [first_id + 3]), &options)).await;
+    assert_eq!(info.unwrap().attempts, 2, "{}: the first attempt lost", f.name);
+    Costs {
+        open: open.requests() + d_open,
+        cold_append: cold.requests() + d_cold,
+        warm_append: warm.requests() + d_warm,
+        lost_append: lost.requests() + d_lost,
+    }
+}
+
+#[tokio::test]
+async fn requests_per_commit_are_few_and_flat() {
+    for f in backends().await {
+        let schema = Schema::parse(SCHEMA).unwrap();
+        Table::create(f.location.clone(), Env::system(), schema).await.unwrap();
+        grow_to(&f, 10).await;
+        let small = costs(&f, 0).await;
+        grow_to(&f, 1000).await;
+        let large = costs(&f, 100).await;
+        eprintln!("{}: requests at ~10 versions {small:?}; at ~1000 versions {large:?}", f.name);
+        assert_eq!(small, large, "{}: requests do not grow with versions", f.name);
+        if f.name == "s3" || f.name == "azure" {
+            let expected = Costs { open: 2, cold_append: 4, warm_append: 2, lost_append: 5 };
+            assert_eq!(small, expected, "{}: LIST + GET to open; + data PUT + conditional PUT to append; a lost attempt adds a read and a PUT, the next one a read", f.name);
+        }
+    }
+}
