@@ -141,7 +141,9 @@ impl From<ScanError> for Failure {
 
 pub fn commit_code(e: &CommitError) -> i32 {
     match e {
-        CommitError::Incompatible { .. } | CommitError::RerunFailed { .. } => INCOMPATIBLE,
+        CommitError::Incompatible { .. } | CommitError::RerunFailed { .. } | CommitError::CannotShareVersion { .. } => INCOMPATIBLE,
+        // A job fails as its member did.
+        CommitError::JobMember { source, .. } => commit_code(source),
         CommitError::KeyOfAnotherOperation { .. } => USAGE,
         CommitError::Unavailable(u) => unavailable_code(u),
         CommitError::TooMuchContention { .. } => CONTENTION,
@@ -153,6 +155,7 @@ pub fn commit_code(e: &CommitError) -> i32 {
 
 fn commit_hint(e: &CommitError) -> Option<String> {
     match e {
+        CommitError::JobMember { source, .. } => commit_hint(source),
         CommitError::Corrupt(c) => corrupt_hint(c),
         CommitError::Storage(s) => storage_hint(s),
         CommitError::CommitStateUnknown { .. } => Some("pass the same --idempotency-key".into()),

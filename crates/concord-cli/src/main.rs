@@ -156,6 +156,10 @@ enum Command {
         uri: String,
         #[arg(required = true)]
         staged_ids: Vec<String>,
+        /// All in one version, or none (a job commit): if one is incompatible with what
+        /// landed meanwhile, nothing commits (exit 3, naming it and the winner)
+        #[arg(long)]
+        together: bool,
         #[command(flatten)]
         write: WriteArgs,
     },
@@ -511,19 +515,32 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             cx.write(&uri, op, &write).await?
         }
         Command::Compact { uri, target_rows, write } => cx.write(&uri, WriteOp::Compact(target_rows), &write).await?,
-        Command::Commit { uri, staged_ids, write } => {
+        Command::Commit { uri, staged_ids, together, write } => {
             if write.stage {
                 return Err(usage("`concord commit` commits staged transactions; --stage does not apply to it".into()));
             }
-            // One key or one expected version for several commits would make all but
-            // the first a replay or a failure.
-            if staged_ids.len() > 1 && (write.idempotency_key.is_some() || write.expect_version.is_some()) {
-                return Err(usage("--idempotency-key and --expect-version apply to one commit: give one staged id, or stage each transaction with its own".into()));
+            // One key for several transactions would make all but the first a replay;
+            // one expected version, all but the first a failure (unless they share one
+            // version: --together).
+            if staged_ids.len() > 1 && (write.idempotency_key.is_some() || (write.expect_version.is_some() && !together)) {
+                return Err(usage("--idempotency-key applies to one transaction, and --expect-version to one commit: give one staged id (or --together for --expect-version), or stage each transaction with its own".into()));
+            }
+            if let Some(dup) = staged_ids.iter().enumerate().find_map(|(i, id)| staged_ids[..i].contains(id).then_some(id)) {
+                return Err(usage(format!("staged id {dup} is given twice")));
             }
             let table = cx.open(&uri).await?;
+            let mut txns = Vec::with_capacity(staged_ids.len());
             for id in &staged_ids {
-                let txn = table.load_staged(id).await?;
-                output::print_commit(&table.commit(&txn, &write.options()).await?, write.json)?;
+                txns.push(table.load_staged(id).await?);
+            }
+            if together {
+                for info in table.commit_together(&txns, &write.options()).await? {
+                    output::print_commit(&info, write.json)?;
+                }
+            } else {
+                for txn in &txns {
+                    output::print_commit(&table.commit(txn, &write.options()).await?, write.json)?;
+                }
             }
         }
         Command::Scan { uri, at, columns, filter, limit, format } => {

@@ -62,6 +62,10 @@ pub struct StressArgs {
     /// Rows per append or merge (mixed workload; default 100)
     #[arg(long)]
     pub rows: Option<u64>,
+    /// Concurrent tasks in each writer process, sharing one table handle: what they
+    /// commit at the same moment shares a version (group commit)
+    #[arg(long, default_value_t = 1)]
+    pub tasks: u64,
 }
 
 const DEFAULT_MIX: &str = "append=4,delete=1,update=1,merge=1";
@@ -189,7 +193,9 @@ fn apply(state: &mut BTreeMap<i64, i64>, op: &Op) {
     }
 }
 
-/// A worker process: runs operations `start..ops` of `writer`, one JSON line each.
+/// A worker process: runs the operations `start..ops` of `writer` its log does not hold
+/// yet (a killed predecessor's are done), one JSON line each, on `--tasks` tasks sharing
+/// one table handle.
 pub async fn worker(cx_table: Table, args: &StressArgs, writer: u64, start: u64, log: &Path) -> Result<(), Failure> {
     let mix = parse_mix(args.mix()).map_err(usage)?;
     let mut out = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
@@ -197,33 +203,53 @@ pub async fn worker(cx_table: Table, args: &StressArgs, writer: u64, start: u64,
     if std::fs::read(log)?.last().is_some_and(|b| *b != b'\n') {
         writeln!(out)?;
     }
-    for index in start..args.ops {
-        let op = plan(args, &mix, writer, index);
-        let options = CommitOptions { idempotency_key: Some(key(args, writer, index)), ..CommitOptions::default() };
-        let started = Instant::now();
-        let mut tries = 0;
-        let line = loop {
-            tries += 1;
-            match execute(&cx_table, &op, &options).await {
-                // A compaction that gave way to concurrent writers, or a write that
-                // changed nothing, committed nothing.
-                Ok(info) if info.abandoned.is_some() => {
-                    break json!({"index": index, "outcome": "abandoned", "reason": info.abandoned, "latency_ms": started.elapsed().as_secs_f64() * 1000.0});
-                }
-                Ok(info) => {
-                    break json!({"index": index, "outcome": "ok", "version": info.version, "transaction_id": info.transaction_id.to_string(),
-                        "attempts": info.attempts, "rebased": info.rebased_over.len(), "rerun": info.rerun,
-                        "replay": info.idempotent_replay, "latency_ms": started.elapsed().as_secs_f64() * 1000.0});
-                }
-                // Unknown outcome: the same key makes the retry safe.
-                Err(WriteError::Commit(CommitError::CommitStateUnknown { .. })) if tries < 5 => continue,
-                Err(e) => break json!({"index": index, "outcome": "failed", "error": e.to_string(), "latency_ms": started.elapsed().as_secs_f64() * 1000.0}),
+    let done: std::collections::HashSet<u64> = read_log(log).iter().filter_map(|l| l["index"].as_u64()).collect();
+    let todo: Vec<u64> = (start..args.ops).filter(|i| !done.contains(i)).collect();
+    let out = Arc::new(std::sync::Mutex::new(out));
+    let tasks = args.tasks.max(1) as usize;
+    let runs = (0..tasks).map(|t| {
+        let (table, out, mix) = (cx_table.clone(), out.clone(), mix.clone());
+        let mine: Vec<u64> = todo.iter().copied().skip(t).step_by(tasks).collect();
+        async move {
+            for index in mine {
+                let line = run_one(&table, args, &mix, writer, index).await;
+                let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
+                writeln!(out, "{line}")?;
+                out.flush()?;
             }
-        };
-        writeln!(out, "{line}")?;
-        out.flush()?;
+            Ok::<(), Failure>(())
+        }
+    });
+    for result in futures::future::join_all(runs).await {
+        result?;
     }
     Ok(())
+}
+
+/// Runs operation `index` of `writer`; its log line.
+async fn run_one(table: &Table, args: &StressArgs, mix: &[(String, u64)], writer: u64, index: u64) -> Value {
+    let op = plan(args, mix, writer, index);
+    let options = CommitOptions { idempotency_key: Some(key(args, writer, index)), ..CommitOptions::default() };
+    let started = Instant::now();
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match execute(table, &op, &options).await {
+            // A compaction that gave way to concurrent writers, or a write that
+            // changed nothing, committed nothing.
+            Ok(info) if info.abandoned.is_some() => {
+                break json!({"index": index, "outcome": "abandoned", "reason": info.abandoned, "latency_ms": started.elapsed().as_secs_f64() * 1000.0});
+            }
+            Ok(info) => {
+                break json!({"index": index, "outcome": "ok", "version": info.version, "transaction_id": info.transaction_id.to_string(),
+                    "attempts": info.attempts, "rebased": info.rebased_over.len(), "rerun": info.rerun,
+                    "replay": info.idempotent_replay, "latency_ms": started.elapsed().as_secs_f64() * 1000.0});
+            }
+            // Unknown outcome: the same key makes the retry safe.
+            Err(WriteError::Commit(CommitError::CommitStateUnknown { .. })) if tries < 5 => continue,
+            Err(e) => break json!({"index": index, "outcome": "failed", "error": e.to_string(), "latency_ms": started.elapsed().as_secs_f64() * 1000.0}),
+        }
+    }
 }
 
 /// Log lines of `writer` so far.
@@ -246,6 +272,7 @@ fn spawn_worker(args: &StressArgs, global_args: &[String], writer: u64, start: u
     if let Some(rows) = args.rows {
         cmd.args(["--rows", &rows.to_string()]);
     }
+    cmd.args(["--tasks", &args.tasks.to_string()]);
     cmd
         .args(["--writer", &writer.to_string(), "--start", &start.to_string(), "--log"])
         .arg(log)
@@ -256,6 +283,8 @@ fn spawn_worker(args: &StressArgs, global_args: &[String], writer: u64, start: u
 
 /// Most writer processes a run starts.
 const MAX_WRITERS: u64 = 1024;
+/// Most tasks per writer process.
+const MAX_TASKS: u64 = 4096;
 /// Most rows per append or merge: ids of one operation stay apart from the next's.
 const MAX_ROWS: u64 = 10_000;
 
@@ -270,6 +299,9 @@ fn validate(args: &StressArgs) -> Result<Vec<(String, u64)>, Failure> {
     }
     if args.ops == 0 {
         return Err(usage("--ops must be at least 1".into()));
+    }
+    if !(1..=MAX_TASKS).contains(&args.tasks) {
+        return Err(usage(format!("--tasks {} is out of range: give 1 to {MAX_TASKS}", args.tasks)));
     }
     if !(0.0..=1.0).contains(&args.kill_rate) {
         return Err(usage(format!("--kill-rate {} is not a probability: give a number from 0 to 1", args.kill_rate)));
@@ -383,9 +415,9 @@ fn summary(r: &Value) -> String {
     let f = |v: &Value| v.as_f64().unwrap_or(f64::NAN);
     format!(
         "stress: {verdict}\n  {} commits, {} failed, {} compactions abandoned and {} writes without change (committed nothing), {} writers killed, {} idempotent replays; {} versions replayed against the reference model\n  \
-         {:.2} commits/s; latency p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms; attempts mean {:.2}, max {}; {} rebases, {} partial re-runs",
+         {:.2} commits/s in {} versions; latency p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms; attempts mean {:.2}, max {}; {} rebases, {} partial re-runs",
         r["commits"], r["failed"], r["abandoned_compactions"], r["no_change"], r["killed"], r["idempotent_replays"], r["versions_replayed"],
-        f(&r["commits_per_s"]), f(&r["latency_ms"]["p50"]), f(&r["latency_ms"]["p99"]), f(&r["latency_ms"]["max"]),
+        f(&r["commits_per_s"]), r["versions"], f(&r["latency_ms"]["p50"]), f(&r["latency_ms"]["p99"]), f(&r["latency_ms"]["max"]),
         f(&r["attempts"]["mean"]), r["attempts"]["max"], r["rebases"], r["reruns"]
     )
 }
@@ -425,7 +457,7 @@ async fn verify(table: &Table, args: &StressArgs, mix: &[(String, u64)], start: 
     }
     let mut by_key: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     for v in &history {
-        if let Some(k) = &v.idempotency_key {
+        for k in v.transactions.iter().filter_map(|t| t.idempotency_key.as_ref()) {
             by_key.entry(k.clone()).or_default().push(v.version);
         }
     }
@@ -465,12 +497,15 @@ async fn verify(table: &Table, args: &StressArgs, mix: &[(String, u64)], start: 
     let mut cache = std::collections::HashMap::new();
     for v in &history {
         let version = latest.checkout(v.version).await?;
-        match v.idempotency_key.as_deref().and_then(|k| parse_key(args, k)) {
-            Some((w, i)) => apply(&mut state, &plan(args, mix, w, i)),
-            None if v.version <= start || v.idempotency_key.as_deref() == Some(SETUP_KEY) => {
-                state = rows_of(&version, &mut cache).await?.into_iter().collect();
+        // A shared version is its transactions applied in order.
+        for t in &v.transactions {
+            match t.idempotency_key.as_deref().and_then(|k| parse_key(args, k)) {
+                Some((w, i)) => apply(&mut state, &plan(args, mix, w, i)),
+                None if v.version <= start || t.idempotency_key.as_deref() == Some(SETUP_KEY) => {
+                    state = rows_of(&version, &mut cache).await?.into_iter().collect();
+                }
+                None => problems.push(format!("version {} ({}) is not a stress operation", v.version, t.operation)),
             }
-            None => problems.push(format!("version {} ({}) is not a stress operation", v.version, v.operation)),
         }
         if v.version > start {
             let actual = rows_of(&version, &mut cache).await?;
@@ -499,7 +534,10 @@ async fn verify(table: &Table, args: &StressArgs, mix: &[(String, u64)], start: 
         "commits": ok.len(), "failed": failed.len(), "abandoned_compactions": compactions, "no_change": abandoned.len() - compactions, "killed": killed,
         "failure_reasons": failure_reasons(&failed),
         "idempotent_replays": ok.iter().filter(|(_, l)| l["replay"] == true).count(),
-        "versions": history.len(), "versions_replayed": replayed,
+        "tasks": args.tasks,
+        "versions": history.iter().filter(|v| v.version > start).count(),
+        "transactions": history.iter().filter(|v| v.version > start).map(|v| v.transactions.len()).sum::<usize>(),
+        "versions_replayed": replayed,
         "bank_total": if args.workload == Workload::Bank { json!({"expected": BANK_ACCOUNTS * BANK_OPENING, "versions_checked": replayed}) } else { Value::Null },
         "commits_per_s": ok.len() as f64 / elapsed.max(1e-9), "elapsed_s": elapsed,
         "latency_ms": {"p50": pct(0.5), "p99": pct(0.99), "max": latencies.last().copied().unwrap_or(0.0)},
@@ -515,7 +553,7 @@ mod tests {
     use super::*;
 
     fn args() -> StressArgs {
-        StressArgs { uri: "x".into(), writers: 2, ops: 5, mix: None, seed: 7, kill_rate: 0.0, workload: Workload::Mixed, rows: Some(10) }
+        StressArgs { uri: "x".into(), writers: 2, ops: 5, mix: None, seed: 7, kill_rate: 0.0, workload: Workload::Mixed, rows: Some(10), tasks: 1 }
     }
 
     #[test]

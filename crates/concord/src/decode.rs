@@ -34,6 +34,7 @@ pub fn manifest(path: &str, version: u64, bytes: &[u8]) -> Result<Manifest, Open
         match &segment.inline {
             None => naming::check_inside(&segment.path, naming::SEGMENTS_DIR).map_err(|reason| corrupt(path, reason))?,
             Some(_) if !segment.path.is_empty() => return Err(corrupt(path, "a segment both inline and in a file").into()),
+            Some(_) if manifest.format_version < 2 => return Err(corrupt(path, "a format 1 root with an inline segment (format 2)").into()),
             Some(fragments) => check_fragments(path, fragments, segment.fragments)?,
         }
     }

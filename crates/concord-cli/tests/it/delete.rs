@@ -17,6 +17,33 @@ fn with_isolation(isolation: IsolationLevel) -> CommitOptions {
 /// What each transaction wrote, by transaction id (the oracle's input).
 pub(crate) type Written = HashMap<uuid::Uuid, Vec<i64>>;
 
+/// `previous` with transaction `t` applied (the oracle's reference, over plain sets).
+fn replay_serializable(previous: BTreeSet<i64>, t: &concord::TransactionRecord, written: &Written, states: &[BTreeSet<i64>]) -> BTreeSet<i64> {
+    match &t.operation {
+        Operation::Create => BTreeSet::new(),
+        Operation::Append { .. } => previous.into_iter().chain(written[&t.id].iter().copied()).collect(),
+        Operation::Overwrite { .. } => written[&t.id].iter().copied().collect(),
+        Operation::Restore { version } => states[*version as usize].clone(),
+        Operation::Delete { predicate, .. } => {
+            let matches = oracle_predicate(predicate);
+            previous.into_iter().filter(|id| !matches(*id)).collect()
+        }
+        // Rows move or change columns; which ids exist does not change.
+        Operation::Update { .. }
+        | Operation::Compact { .. }
+        | Operation::AddColumn { .. }
+        | Operation::DropColumn { .. }
+        | Operation::RenameColumn { .. }
+        | Operation::SetProperties { .. } => previous,
+        Operation::Merge { .. } => panic!("no merges in these histories"),
+        Operation::ReplaceWhere { predicate, .. } => {
+            let matches = oracle_predicate(predicate);
+            previous.into_iter().filter(|id| !matches(*id)).chain(written[&t.id].iter().copied()).collect()
+        }
+        other => panic!("no {} in these histories", other.name()),
+    }
+}
+
 /// The replay oracle: every version's ids equal its transaction applied to the
 /// previous version's ids, by an obviously correct reference over plain sets
 /// (serializable: a delete removes every matching row of the previous version).
@@ -26,29 +53,11 @@ pub(crate) async fn assert_replay_serializable(table: &Table, written: &Written)
     for info in latest.history().await.unwrap() {
         let version = latest.checkout(info.version).await.unwrap();
         let previous = states.last().cloned().unwrap_or_default();
-        let expected: BTreeSet<i64> = match &version.manifest().transaction().operation {
-            Operation::Create => BTreeSet::new(),
-            Operation::Append { .. } => previous.into_iter().chain(written[&info.transaction_id].iter().copied()).collect(),
-            Operation::Overwrite { .. } => written[&info.transaction_id].iter().copied().collect(),
-            Operation::Restore { version } => states[*version as usize].clone(),
-            Operation::Delete { predicate, .. } => {
-                let matches = oracle_predicate(predicate);
-                previous.into_iter().filter(|id| !matches(*id)).collect()
-            }
-            // Rows move or change columns; which ids exist does not change.
-            Operation::Update { .. }
-            | Operation::Compact { .. }
-            | Operation::AddColumn { .. }
-            | Operation::DropColumn { .. }
-            | Operation::RenameColumn { .. }
-            | Operation::SetProperties { .. } => previous,
-            Operation::Merge { .. } => panic!("no merges in these histories"),
-            Operation::ReplaceWhere { predicate, .. } => {
-                let matches = oracle_predicate(predicate);
-                previous.into_iter().filter(|id| !matches(*id)).chain(written[&info.transaction_id].iter().copied()).collect()
-            }
-            other => panic!("no {} in these histories", other.name()),
-        };
+        // A shared version is its transactions applied in order.
+        let mut expected = previous;
+        for t in &version.manifest().transactions {
+            expected = replay_serializable(expected, t, written, &states);
+        }
         let actual: BTreeSet<i64> = ids(&version).await.into_iter().collect();
         assert_eq!(actual, expected, "version {} = version {} + its {}", info.version, info.version.saturating_sub(1), info.operation);
         states.push(actual);

@@ -1,10 +1,10 @@
-//! Requests per operation, counted on every backend (FORMAT.md §7): opening the
+//! Requests per operation, counted on every backend (FORMAT.md §8): opening the
 //! latest version, a cold append (open, then append: what `concord append` does), a
 //! warm append (a handle that just committed), and an append whose first attempt loses
 //! to a winner; at 10 and at 1,000 versions. On object stores (S3, Azure): open 2
 //! (LIST, GET), cold append 4, warm append 2; a lost attempt adds one read of the winner
 //! and the next conditional PUT, and the writer's winning attempt then reads the
-//! version as it creates it (fairness: FORMAT.md §7), one read more. The same at both
+//! version as it creates it (fairness: FORMAT.md §8), one read more. The same at both
 //! sizes.
 
 use std::collections::BTreeMap;

@@ -4,9 +4,11 @@
 //! precondition failures, read errors and reordering (random yields). Clock, ids and
 //! backoff come from the same seed, so a seed replays exactly.
 //!
-//! Each run checks: one chain of versions; every acknowledged operation committed
-//! exactly once at its reported version; no failed one committed; every version equals
-//! its predecessor plus its transaction (reference model). Then a liveness phase with
+//! Half the writers share one table handle (tasks of one process: their commits may
+//! share a version), the others have their own. Each run checks: one chain of
+//! versions; every acknowledged operation committed exactly once at its reported
+//! version; no failed one committed; every version equals its predecessor plus its
+//! transactions, in order (reference model). Then a liveness phase with
 //! faults off: every writer finishes within its retry budget.
 //!
 //! A failing seed prints `CONCORD_SIM_SEED=<seed>` to replay it; keep it in `REGRESSIONS`.
@@ -244,7 +246,7 @@ async fn check(table: &Table, seed: u64, outcomes: &[(u64, Outcomes)]) -> std::r
     }
     let mut by_key: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     for v in &history {
-        if let Some(k) = &v.idempotency_key {
+        for k in v.transactions.iter().filter_map(|t| t.idempotency_key.as_ref()) {
             by_key.entry(k.clone()).or_default().push(v.version);
         }
     }
@@ -261,8 +263,11 @@ async fn check(table: &Table, seed: u64, outcomes: &[(u64, Outcomes)]) -> std::r
     }
     let mut state = BTreeMap::new();
     for v in history.iter().skip(1) {
-        let (w, i) = v.idempotency_key.as_deref().and_then(|k| k.strip_prefix('w')?.split_once("-o")).ok_or("a version without a key")?;
-        apply(&mut state, &plan(seed, w.parse().unwrap(), i.parse().unwrap()));
+        // A shared version is its transactions applied in order.
+        for t in &v.transactions {
+            let (w, i) = t.idempotency_key.as_deref().and_then(|k| k.strip_prefix('w')?.split_once("-o")).ok_or("a transaction without a key")?;
+            apply(&mut state, &plan(seed, w.parse().unwrap(), i.parse().unwrap()));
+        }
         let version = latest.checkout(v.version).await.map_err(|e| e.to_string())?;
         let mut actual = BTreeMap::new();
         for b in all_rows(&version).await {
@@ -296,11 +301,17 @@ fn simulate(seed: u64) -> std::result::Result<(usize, u64), String> {
         let store = Arc::new(SimStore { inner: InMemory::new(), random: StdRandom::seeded(seed ^ 1), faults, on: AtomicBool::new(false), injected: AtomicU64::new(0) });
         let env = Env { clock: Arc::new(SimClock::default()), random: Arc::new(StdRandom::seeded(seed ^ 2)) };
         let location = TableLocation::on_store("memory://sim", store.clone(), Path::from("t"), StoreKind::Memory);
-        let table = Table::create(location, env, Schema::parse(SCHEMA).unwrap()).await.map_err(|e| e.to_string())?;
-        store.on.store(true, Ordering::SeqCst);
+        let table = Table::create(location.clone(), env.clone(), Schema::parse(SCHEMA).unwrap()).await.map_err(|e| e.to_string())?;
         let writers = 2 + seed % 3;
         let ops = 3;
-        let tasks: Vec<_> = (0..writers).map(|w| tokio::spawn(writer(table.clone(), seed, w, ops))).collect();
+        // Even writers share one handle (as tasks of one process: their commits may
+        // share versions); odd ones have their own (as processes).
+        let mut handles = Vec::new();
+        for w in 0..writers {
+            handles.push(if w % 2 == 0 { table.clone() } else { Table::open(location.clone(), env.clone()).await.map_err(|e| e.to_string())? });
+        }
+        store.on.store(true, Ordering::SeqCst);
+        let tasks: Vec<_> = handles.into_iter().enumerate().map(|(w, handle)| tokio::spawn(writer(handle, seed, w as u64, ops))).collect();
         let mut outcomes = Vec::new();
         for (w, t) in tasks.into_iter().enumerate() {
             outcomes.push((w as u64, t.await.map_err(|e| e.to_string())?));

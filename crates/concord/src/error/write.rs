@@ -172,6 +172,24 @@ pub enum CommitError {
         /// The version.
         version: u64,
     },
+    /// A job commit (several staged transactions as one version, all or none) failed
+    /// because of one member: nothing of the job was committed.
+    #[error("staged transaction {transaction_id}: {source}; nothing of the job was committed")]
+    JobMember {
+        /// The member.
+        transaction_id: Uuid,
+        /// Why it could not commit.
+        #[source]
+        source: Box<CommitError>,
+    },
+    /// In a job commit, this transaction cannot follow another member in one version:
+    /// it would have to re-run on that member's rows (a delete after an append of
+    /// rows it may match, two merges of the same keys...).
+    #[error("it cannot share a version with staged transaction {with}, whose rows it would have to re-run on; commit the two one after the other")]
+    CannotShareVersion {
+        /// The member it cannot follow.
+        with: Uuid,
+    },
     /// The table changed under the commit.
     #[error(transparent)]
     Unavailable(#[from] Unavailable),

@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use super::schema::Schema;
 
-/// Version of the on-disk format written by this library. Format 2 (FORMAT.md §3):
+/// Version of the on-disk format written by this library. Format 2 (FORMAT.md §4, §5, §12):
 /// small segments inline in the root, and a list of transactions per version; format
 /// 1 roots (one `transaction`, every segment an object) are read as well.
 pub const FORMAT_VERSION: u32 = 2;
@@ -445,6 +445,7 @@ impl TryFrom<ManifestOnDisk> for Manifest {
     type Error = &'static str;
     fn try_from(m: ManifestOnDisk) -> Result<Self, Self::Error> {
         let transactions = match (m.transaction, m.transactions) {
+            (None, Some(_)) if m.format_version < 2 => return Err("a format 1 root with a list of transactions (format 2)"),
             (Some(one), None) => vec![one],
             (None, Some(list)) if !list.is_empty() => list,
             (None, Some(_)) => return Err("a version with no transaction"),

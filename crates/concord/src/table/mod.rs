@@ -16,6 +16,7 @@ use crate::error::{CreateError, OpenError};
 use crate::format::manifest::{IsolationLevel, Manifest, Operation, TransactionRecord, FORMAT_VERSION, PROPERTY_ISOLATION};
 use crate::format::schema::Schema;
 use crate::storage::{TableLocation, TableStore};
+use crate::txn::group::CommitQueue;
 
 pub use input::Input;
 pub use maintain::DEFAULT_COMPACT_TARGET_ROWS;
@@ -29,6 +30,9 @@ pub struct Table {
     store: Arc<TableStore>,
     env: Env,
     manifest: Arc<Manifest>,
+    /// Shared by clones: transactions committed through them at the same moment share
+    /// a version (group commit).
+    queue: Arc<CommitQueue>,
 }
 
 impl Table {
@@ -62,7 +66,7 @@ impl Table {
         if crate::txn::settle::create_table(&store, &manifest).await? {
             let manifest = store.remember(manifest);
             store.saw_newest(&manifest, env.clock.monotonic());
-            Ok(Table { store, env, manifest })
+            Ok(Table { store, env, manifest, queue: Arc::default() })
         } else {
             Err(CreateError::AlreadyExists { uri: store.location.uri.clone() })
         }
@@ -72,14 +76,14 @@ impl Table {
     pub async fn open(location: TableLocation, env: Env) -> Result<Table, OpenError> {
         let store = Arc::new(TableStore::new(location));
         let manifest = latest_manifest(&store, &env, None).await?;
-        Ok(Table { store, env, manifest })
+        Ok(Table { store, env, manifest, queue: Arc::default() })
     }
 
     /// Opens version `version` without reading the latest one (which may be unreadable).
     pub async fn open_version(location: TableLocation, env: Env, version: u64) -> Result<Table, OpenError> {
         let store = Arc::new(TableStore::new(location));
         match store.read_manifest(version).await? {
-            Some(manifest) => Ok(Table { store, env, manifest }),
+            Some(manifest) => Ok(Table { store, env, manifest, queue: Arc::default() }),
             None => {
                 let versions = store.location.coordinator.list_versions().await?;
                 match (versions.first(), versions.last()) {
@@ -178,12 +182,13 @@ impl Table {
     }
 
     fn with_manifest(&self, manifest: Arc<Manifest>) -> Table {
-        Table { store: self.store.clone(), env: self.env.clone(), manifest }
+        Table { store: self.store.clone(), env: self.env.clone(), manifest, queue: self.queue.clone() }
     }
 
     async fn read_required(&self, version: u64) -> Result<Arc<Manifest>, OpenError> {
-        // Versions around it exist: cleanup removed it during this read.
-        self.store.read_manifest(version).await?.ok_or(OpenError::Removed { version })
+        // Versions around it exist: cleanup removed it during this read. Not from the
+        // cache, so that time travel never finds a removed version.
+        self.store.read_manifest_now(version).await?.ok_or(OpenError::Removed { version })
     }
 }
 

@@ -190,7 +190,26 @@ impl Table {
         if let Some(done) = self.already_committed(&options, txn.operation.name()).await? {
             return Ok(done);
         }
-        Ok(commit::commit(&self.store, &self.env, txn, &options).await?)
+        Ok(self.queue.commit(&self.store, &self.env, txn, &options).await?)
+    }
+
+    /// Commits staged (or prepared) transactions as one version, all or none (a job
+    /// commit: the output of a distributed job appears at once). Each is judged against
+    /// what landed since its own read version; if one is incompatible with a winner, or
+    /// cannot follow another member in one version without a re-run, nothing commits
+    /// and the error (`CommitError::JobMember`) names that member. The options each was
+    /// staged with hold, except that an expected version applies to the whole job.
+    pub async fn commit_together(&self, txns: &[PreparedTransaction], options: &CommitOptions) -> Result<Vec<CommitInfo>, WriteError> {
+        let options: Vec<CommitOptions> = txns.iter().map(|t| t.staged.apply_to(options)).collect::<Result<_, _>>()?;
+        let entries: Vec<(&PreparedTransaction, &CommitOptions)> = txns.iter().zip(&options).collect();
+        let outcomes = commit::commit_batch(&self.store, &self.env, &entries, commit::Sharing::Together).await?;
+        Ok(outcomes
+            .into_iter()
+            .map(|o| match o {
+                commit::Outcome::Committed(info) => info,
+                commit::Outcome::Failed(_) | commit::Outcome::Deferred => unreachable!("a job commits all or fails"),
+            })
+            .collect())
     }
 
     /// Records a prepared transaction in the table (`_transactions/<id>.json`) without
@@ -264,7 +283,7 @@ impl Table {
             return Ok(done);
         }
         let txn = prepare.await?;
-        let result = commit::commit(&self.store, &self.env, &txn, options).await;
+        let result = self.queue.commit(&self.store, &self.env, &txn, options).await;
         if let Err(e) = &result {
             if !matches!(e, CommitError::CommitStateUnknown { .. }) {
                 self.store.delete_best_effort(txn.operation.written_files()).await;

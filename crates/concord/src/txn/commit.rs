@@ -1,82 +1,119 @@
-//! The commit loop. Each attempt: judge the winners since the transaction's read
-//! version (pure `conflict::resolve`), re-run what they changed, build the next
-//! manifest, create it if absent (`settle`). Retries are bounded by count and time.
-//! The loop knows no operation: each one's logic is its [`Action`].
+//! The commit loop, for one transaction or several sharing a version. Each attempt:
+//! every member judges the winners since its read version (pure `conflict::resolve`)
+//! and re-runs what they changed; the members that still change something are applied
+//! in turn to the newest version, and the result is created if absent (`settle`).
+//! Retries are bounded by count and time, per member. The loop knows no operation:
+//! each one's logic is its `Action` (see `member.rs`).
 //!
-//! Requests (FORMAT.md §7): the first attempt builds on the newest version the handle
-//! knows (no lookup when that knowledge is fresh); a lost attempt reads the version
-//! that beat it (the read that settles the create) and builds on it. So an attempt
-//! costs its conditional create, plus one read per winner; the latest version is
-//! looked up (LIST or probe) only when the handle's knowledge is stale.
+//! Requests (FORMAT.md §8): the first attempt builds on the newest version the handle
+//! knows (no lookup when that knowledge is fresh); a lost attempt builds on the version
+//! that beat it, read once while settling: no LIST, no second read.
 
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use chrono::{DateTime, TimeDelta, Utc};
 
-use super::action::{self, Action, Cx};
-use super::conflict::{self, RerunScope, Resolution, Winner};
+use super::member::{read_existing, Member, Ready};
 use super::settle::{create_and_settle, Attempt};
 use super::{CommitInfo, CommitOptions, PreparedTransaction};
 use crate::env::Env;
 use crate::error::CommitError;
-use crate::format::manifest::{IsolationLevel, Manifest, TransactionRecord, FORMAT_VERSION};
+use crate::format::manifest::{Manifest, Operation, TransactionRecord, FORMAT_VERSION};
 use crate::storage::TableStore;
 
-/// Commit `txn`; see the module docs. On error nothing of `txn` is visible.
+/// How the members of a batch share their fate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sharing {
+    /// A group commit: each member commits or fails on its own; a member that cannot
+    /// follow the others in one version without a re-run waits for the next version.
+    Group,
+    /// A job commit: all members in one version, or none.
+    Together,
+}
+
+/// How one member of a group ended.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    Committed(CommitInfo),
+    Failed(CommitError),
+    /// Not committed, to be committed in a later version (it could not share this one,
+    /// or an error of the whole batch was reported to another member).
+    Deferred,
+}
+
+/// Commits `txn` alone; see the module docs. On error nothing of `txn` is visible.
 pub(crate) async fn commit(store: &TableStore, env: &Env, txn: &PreparedTransaction, opts: &CommitOptions) -> Result<CommitInfo, CommitError> {
+    let mut outcomes = commit_batch(store, env, &[(txn, opts)], Sharing::Group).await?;
+    match outcomes.pop() {
+        Some(Outcome::Committed(info)) => Ok(info),
+        Some(Outcome::Failed(e)) => Err(e),
+        Some(Outcome::Deferred) | None => unreachable!("a batch of one commits or fails"),
+    }
+}
+
+/// Commits `batch` (in this order) in one version; see [`Sharing`]. `Err` is an error
+/// of the whole batch: for a group, the caller reports it to one member and commits
+/// the others again (a transaction's id makes that safe: one already committed finds
+/// itself in the history); for a job, it is the job's. With `Together`, a member's
+/// own failure is returned as [`CommitError::JobMember`].
+pub(crate) async fn commit_batch(
+    store: &TableStore,
+    env: &Env,
+    batch: &[(&PreparedTransaction, &CommitOptions)],
+    sharing: Sharing,
+) -> Result<Vec<Outcome>, CommitError> {
     let coordinator = &store.location.coordinator;
     let started = env.clock.monotonic();
-    let cx = Cx { store, env, now: txn.now_or(env.clock.now()) };
-    let mut action = action::for_operation(txn.operation.clone());
-    let mut judged = Judged::new(txn);
-    let mut base = start_base(store, env, txn.read_version).await?;
+    let mut members: Vec<Member<'_>> = batch.iter().map(|(txn, opts)| Member::new(txn, opts)).collect();
+    let mut outcomes: Vec<Option<Outcome>> = batch.iter().map(|_| None).collect();
+    let read_version = batch.iter().map(|(txn, _)| txn.read_version).max().unwrap_or(0);
+    let mut base = start_base(store, env, read_version).await?;
     // When this writer learned of `base` (wall clock, as version timestamps are).
     let mut base_learned = env.clock.now();
-    let (mut rerun_done, mut attempts) = (false, 0u32);
-    // Races lost, storage errors, and versions found already there in a row.
-    let (mut lost_races, mut errors, mut behind) = (0u32, 0u32, 0u32);
+    let mut contention = Contention::default();
     loop {
-        attempts += 1;
-        let isolation = opts.isolation.unwrap_or_else(|| base.isolation());
-        if let Some(done) = judged.judge_up_to(store, &base, txn, action.as_ref(), opts, isolation).await? {
-            return Ok(done);
-        }
-        if let Some(expected) = opts.expect_version.filter(|e| *e != base.version) {
-            return Err(CommitError::VersionMoved { expected, latest: base.version });
-        }
-        if let Some(scope) = judged.pending_rerun.take() {
-            action.rerun(&cx, &base, &scope).await?;
-            store.delete_best_effort(action.take_replaced_files().iter().map(String::as_str)).await;
-            rerun_done = true;
-        }
-        // Judged on the newest version, after re-runs: a delete that matched nothing
-        // when prepared may match rows a winner appended.
-        if let Some(reason) = action.no_change(rerun_done) {
-            return Ok(CommitInfo::abandoned(base.version, txn, attempts, rerun_done, reason));
-        }
-        if attempts == 1 {
-            // A newcomer to a contended table lets the writers already waiting go first.
-            if let Some(latency) = store.recent_contention(env.clock.monotonic()) {
-                env.clock.sleep(opts.retry.contention_backoff(0, latency, |max| env.random_below_or_eq(max))).await;
+        for (i, member) in members.iter_mut().enumerate() {
+            if outcomes[i].is_some() {
+                continue;
+            }
+            match member.ready_on(store, env, &base).await {
+                Ok(Ready::Yes) => {}
+                Ok(Ready::Settled(info)) => outcomes[i] = Some(Outcome::Committed(info)),
+                Err(e) => outcomes[i] = Some(fail(sharing, member, e)?),
             }
         }
-        let version = base.version + 1;
-        let manifest = next_manifest(&cx, action.as_mut(), &base, txn, opts, attempts, &judged.rebased_over, rerun_done).await?;
+        if outcomes.iter().all(Option::is_some) {
+            return Ok(outcomes.into_iter().flatten().collect());
+        }
+        if contention.attempts == 0 {
+            // A newcomer to a contended table lets the writers already waiting go first.
+            if let Some(latency) = store.recent_contention(env.clock.monotonic()) {
+                let retry = &members[first_open(&outcomes)].opts.retry;
+                env.clock.sleep(retry.contention_backoff(0, latency, |max| env.random_below_or_eq(max))).await;
+            }
+        }
+        let (manifest, included) = build(store, env, &mut members, &mut outcomes, &base, sharing).await?;
+        let Some(&(first, _)) = included.first() else { continue };
+        let version = manifest.version;
         let bytes = Bytes::from(serde_json::to_vec(&manifest).expect("manifests always serialize"));
-        // Backoff spreads contending writers around the contended write, so it scales
-        // with that write's round trip, not with work done before it (a re-run): a
-        // longer pause there would only let more winners land.
+        let retry = members[first].opts.retry;
         let attempt_started = env.clock.monotonic();
-        let outcome = create_and_settle(store, env, version, bytes, txn, opts, started, lost_races + behind >= SPECULATE_AFTER).await?;
+        let speculate = contention.lost_races + contention.behind >= SPECULATE_AFTER;
+        let outcome = create_and_settle(store, env, version, bytes, members[first].txn.id, &retry, started, speculate).await?;
         let latency = env.clock.monotonic() - attempt_started;
+        contention.attempts += 1;
         let pause = match outcome {
             Attempt::Won => {
                 let manifest = store.remember(manifest);
                 store.saw_newest(&manifest, env.clock.monotonic());
                 coordinator.after_commit(version).await;
-                return Ok(CommitInfo::of(&manifest, manifest.transaction()));
+                for (k, (i, _)) in included.iter().enumerate() {
+                    outcomes[*i] = Some(Outcome::Committed(CommitInfo::of(&manifest, &manifest.transactions[k])));
+                }
+                return Ok(outcomes.into_iter().map(|o| o.unwrap_or(Outcome::Deferred)).collect());
             }
             Attempt::Lost(holder) => {
                 store.saw_newest(&holder, env.clock.monotonic());
@@ -87,35 +124,121 @@ pub(crate) async fn commit(store: &TableStore, env: &Env, txn: &PreparedTransact
                 base = holder;
                 base_learned = env.clock.now();
                 if was_behind {
-                    behind += 1;
-                    if behind >= MAX_BEHIND {
+                    contention.behind += 1;
+                    if contention.behind >= MAX_BEHIND {
                         base = look_up_latest(store, env, base.version).await?;
                         base_learned = env.clock.now();
-                        behind = 0;
+                        contention.behind = 0;
                     }
                     Duration::ZERO
                 } else {
-                    behind = 0;
-                    lost_races += 1;
+                    contention.behind = 0;
+                    contention.lost_races += 1;
                     store.saw_contention(env.clock.monotonic(), latency);
-                    opts.retry.contention_backoff(lost_races, latency, |max| env.random_below_or_eq(max))
+                    retry.contention_backoff(contention.lost_races, latency, |max| env.random_below_or_eq(max))
                 }
             }
             Attempt::NotWritten(cause) => {
-                let elapsed = env.clock.monotonic() - started;
-                if !opts.retry.allows_another(attempts, elapsed) {
-                    return Err(CommitError::CommitStateUnknown { version, transaction_id: txn.id, cause });
+                if !retry.allows_another(members[first].attempts, env.clock.monotonic() - started) {
+                    return Err(CommitError::CommitStateUnknown { version, transaction_id: members[first].txn.id, cause });
                 }
-                errors += 1;
-                opts.retry.error_backoff(errors, latency, |max| env.random_below_or_eq(max))
+                contention.errors += 1;
+                retry.error_backoff(contention.errors, latency, |max| env.random_below_or_eq(max))
             }
         };
         let elapsed = env.clock.monotonic() - started;
-        if !opts.retry.allows_another(attempts, elapsed) {
-            return Err(CommitError::TooMuchContention { attempts, elapsed_ms: elapsed.as_millis() as u64, last_version: version });
+        for (i, member) in members.iter().enumerate() {
+            if outcomes[i].is_none() && !member.opts.retry.allows_another(member.attempts, elapsed) {
+                let e = CommitError::TooMuchContention { attempts: member.attempts, elapsed_ms: elapsed.as_millis() as u64, last_version: version };
+                outcomes[i] = Some(fail(sharing, member, e)?);
+            }
+        }
+        if outcomes.iter().all(Option::is_some) {
+            return Ok(outcomes.into_iter().flatten().collect());
         }
         env.clock.sleep(pause).await;
     }
+}
+
+/// A member's failure: its own in a group, the job's in a job commit.
+fn fail(sharing: Sharing, member: &Member<'_>, error: CommitError) -> Result<Outcome, CommitError> {
+    match sharing {
+        Sharing::Group => Ok(Outcome::Failed(error)),
+        Sharing::Together => Err(CommitError::JobMember { transaction_id: member.txn.id, source: Box::new(error) }),
+    }
+}
+
+fn first_open(outcomes: &[Option<Outcome>]) -> usize {
+    outcomes.iter().position(Option::is_none).expect("some member is open")
+}
+
+/// Version `base + 1`: the open members applied to `base` in turn, each that fits after
+/// the ones before it (in a group; in a job every member must). Returns the manifest
+/// and the members it holds, with the fragment ids each added.
+async fn build(
+    store: &TableStore,
+    env: &Env,
+    members: &mut [Member<'_>],
+    outcomes: &mut [Option<Outcome>],
+    base: &Arc<Manifest>,
+    sharing: Sharing,
+) -> Result<(Manifest, Vec<(usize, Range<u64>)>), CommitError> {
+    let timestamp = commit_timestamp(env.clock.now(), base.timestamp);
+    let mut state: Arc<Manifest> = base.clone();
+    let mut records = Vec::new();
+    let mut included: Vec<(usize, Range<u64>)> = Vec::new();
+    let mut earlier: Vec<(Operation, Range<u64>, Option<String>)> = Vec::new();
+    for (i, member) in members.iter_mut().enumerate() {
+        if outcomes[i].is_some() {
+            continue;
+        }
+        if let Err(k) = member.fits_after(&state, &earlier) {
+            match sharing {
+                Sharing::Group => continue,
+                Sharing::Together => {
+                    let with = records.get(k).map_or(member.txn.id, |r: &TransactionRecord| r.id);
+                    return Err(CommitError::JobMember { transaction_id: member.txn.id, source: Box::new(CommitError::CannotShareVersion { with }) });
+                }
+            }
+        }
+        let next = match member.apply(store, env, &state).await {
+            Ok(next) => next,
+            Err(e) => {
+                outcomes[i] = Some(fail(sharing, member, e)?);
+                continue;
+            }
+        };
+        let added = state.next_fragment_id..next.next_fragment_id;
+        records.push(member.record(next.rows_deleted));
+        earlier.push((member.operation().clone(), added.clone(), member.opts.idempotency_key.clone()));
+        included.push((i, added));
+        state = Arc::new(Manifest {
+            format_version: FORMAT_VERSION,
+            version: base.version + 1,
+            parent_version: Some(base.version),
+            timestamp,
+            // Filled in below: the state between members is never stored.
+            transactions: base.transactions.clone(),
+            schema: next.schema,
+            segments: next.segments,
+            next_fragment_id: next.next_fragment_id,
+            properties: next.properties,
+        });
+    }
+    let mut manifest = Arc::unwrap_or_clone(state);
+    if !records.is_empty() {
+        manifest.transactions = records;
+    }
+    Ok((manifest, included))
+}
+
+/// Races lost, storage errors, and versions found already there in a row, in one commit.
+#[derive(Debug, Default)]
+struct Contention {
+    attempts: u32,
+    lost_races: u32,
+    errors: u32,
+    behind: u32,
 }
 
 /// A writer that has lost this many attempts reads the version while creating it (see
@@ -145,105 +268,6 @@ async fn start_base(store: &TableStore, env: &Env, read_version: u64) -> Result<
         Some(newest) => Ok(newest),
         None => look_up_latest(store, env, read_version).await,
     }
-}
-
-/// What judging the winners so far has established.
-struct Judged {
-    /// Winners up to this version have been judged.
-    up_to: u64,
-    /// `next_fragment_id` before the next winner: its added fragments start here.
-    next_id: u64,
-    rebased_over: Vec<u64>,
-    pending_rerun: Option<RerunScope>,
-}
-
-impl Judged {
-    fn new(txn: &PreparedTransaction) -> Self {
-        Judged { up_to: txn.read_version, next_id: txn.read_next_fragment_id, rebased_over: Vec::new(), pending_rerun: None }
-    }
-
-    /// Judges every winner up to `base` (the latest version) with the pure conflict
-    /// rules. `Some(info)`: the transaction is already committed (an earlier attempt
-    /// whose response was lost landed, a staged transaction committed twice, or its
-    /// idempotency key is taken): report that version.
-    async fn judge_up_to(
-        &mut self,
-        store: &TableStore,
-        base: &Arc<Manifest>,
-        txn: &PreparedTransaction,
-        action: &dyn Action,
-        opts: &CommitOptions,
-        isolation: IsolationLevel,
-    ) -> Result<Option<CommitInfo>, CommitError> {
-        for v in self.up_to + 1..=base.version {
-            let winner = if v == base.version { base.clone() } else { read_existing(store, v).await? };
-            if let Some(ours) = winner.transactions.iter().find(|t| t.id == txn.id) {
-                return Ok(Some(CommitInfo::of(&winner, ours)));
-            }
-            if let Some(key) = opts.idempotency_key.as_deref() {
-                if let Some(replay) = CommitInfo::replay_of(&winner, key, txn.operation.name())? {
-                    return Ok(Some(replay));
-                }
-            }
-            let added = self.next_id..winner.next_fragment_id.max(self.next_id);
-            self.next_id = added.end;
-            // Each transaction of a shared version is a winner of its own. Judged against
-            // the operation as re-runs have extended it: a winner touching rows a re-run
-            // added is as much a conflict as one touching the original rows.
-            for theirs in &winner.transactions {
-                match conflict::resolve(action.operation(), &txn.read_schema, isolation, Winner::new(&theirs.operation, &winner.schema, added.clone())) {
-                    Resolution::Rebase => {}
-                    Resolution::Rerun(scope) => self.pending_rerun = Some(RerunScope::widen(self.pending_rerun.take(), scope)),
-                    Resolution::Incompatible { reason } => {
-                        return Err(CommitError::Incompatible { winner_version: v, winner_operation: theirs.operation.name().to_string(), reason });
-                    }
-                }
-            }
-            self.rebased_over.push(v);
-        }
-        self.up_to = base.version;
-        Ok(None)
-    }
-}
-
-/// A version at or below the latest: missing means vacuum removed it.
-async fn read_existing(store: &TableStore, version: u64) -> Result<Arc<Manifest>, CommitError> {
-    store.read_manifest(version).await?.ok_or(CommitError::HistoryRemoved { version })
-}
-
-/// Version `base + 1`: `action` applied to `base`, recorded with this attempt's facts.
-#[allow(clippy::too_many_arguments)]
-async fn next_manifest(
-    cx: &Cx<'_>,
-    action: &mut dyn Action,
-    base: &Manifest,
-    txn: &PreparedTransaction,
-    opts: &CommitOptions,
-    attempts: u32,
-    rebased_over: &[u64],
-    rerun: bool,
-) -> Result<Manifest, CommitError> {
-    let next = action.apply(cx, base).await?;
-    Ok(Manifest {
-        format_version: FORMAT_VERSION,
-        version: base.version + 1,
-        parent_version: Some(base.version),
-        timestamp: commit_timestamp(cx.env.clock.now(), base.timestamp),
-        transactions: vec![TransactionRecord {
-            id: txn.id,
-            read_version: Some(txn.read_version),
-            operation: action.operation().clone(),
-            attempts,
-            rebased_over: rebased_over.to_vec(),
-            rerun,
-            rows_deleted: next.rows_deleted,
-            idempotency_key: opts.idempotency_key.clone(),
-        }],
-        schema: next.schema,
-        segments: next.segments,
-        next_fragment_id: next.next_fragment_id,
-        properties: next.properties,
-    })
 }
 
 /// Version timestamps strictly increase along the chain, so time travel can bisect

@@ -14,6 +14,8 @@ pub(crate) mod commit;
 pub(crate) mod compact;
 pub(crate) mod conflict;
 pub(crate) mod delete;
+pub(crate) mod group;
+pub(crate) mod member;
 pub(crate) mod merge;
 mod overwrite;
 mod restore;

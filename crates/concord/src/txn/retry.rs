@@ -41,7 +41,7 @@ impl RetryPolicy {
         attempts < self.max_attempts && elapsed < self.timeout
     }
 
-    /// The pause before a commit attempt under contention (FORMAT.md §7, "Fairness"):
+    /// The pause before a commit attempt under contention (FORMAT.md §8, "Fairness"):
     /// after a writer's `lost`-th lost race, uniform in `0..=scale / lost`, `scale`
     /// being how long an attempt takes on this store; before the first attempt of a
     /// handle that lost a race recently (`lost` = 0, a newcomer), uniform in

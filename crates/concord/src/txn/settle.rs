@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::{CommitOptions, PreparedTransaction};
+use uuid::Uuid;
+
+use super::RetryPolicy;
 use crate::env::Env;
 use crate::error::{CommitError, CorruptObject, CreateError, StorageCause, StorageError};
 use crate::format::manifest::Manifest;
@@ -31,7 +33,7 @@ pub(crate) enum Attempt {
 /// `speculate`: read the version while creating it, so that if the create loses, the
 /// winner is already in hand and the next attempt can start at once (no read-back
 /// round trip). A writer that has lost before does this: it is what lets it catch up
-/// with a winner that needs no read before its next attempt (FORMAT.md §7,
+/// with a winner that needs no read before its next attempt (FORMAT.md §8,
 /// "Fairness"). The read is the one read of the winner a lost attempt costs; a won
 /// attempt wastes it.
 #[allow(clippy::too_many_arguments)]
@@ -40,8 +42,8 @@ pub(crate) async fn create_and_settle(
     env: &Env,
     version: u64,
     bytes: Bytes,
-    txn: &PreparedTransaction,
-    opts: &CommitOptions,
+    transaction_id: Uuid,
+    retry: &RetryPolicy,
     started: Duration,
     speculate: bool,
 ) -> Result<Attempt, CommitError> {
@@ -59,7 +61,7 @@ pub(crate) async fn create_and_settle(
     };
     let settled = |found: Bytes| -> Result<Attempt, CommitError> {
         let holder = crate::decode::manifest(&coordinator.describe_version(version), version, &found)?;
-        if holder.transactions.iter().any(|t| t.id == txn.id) {
+        if holder.transactions.iter().any(|t| t.id == transaction_id) {
             return Ok(Attempt::Won);
         }
         Ok(Attempt::Lost(store.remember(holder)))
@@ -89,12 +91,12 @@ pub(crate) async fn create_and_settle(
         }
         failures += 1;
         let elapsed = env.clock.monotonic() - started;
-        if elapsed >= opts.retry.timeout || failures >= opts.retry.max_attempts {
+        if elapsed >= retry.timeout || failures >= retry.max_attempts {
             let cause = last_error
                 .unwrap_or_else(|| StorageError::new("reading back", coordinator.describe_version(version), StorageCause::ReportedButUnreadable));
-            return Err(CommitError::CommitStateUnknown { version, transaction_id: txn.id, cause });
+            return Err(CommitError::CommitStateUnknown { version, transaction_id, cause });
         }
-        let pause = opts.retry.error_backoff(failures, opts.retry.min_backoff, |max| env.random_below_or_eq(max));
+        let pause = retry.error_backoff(failures, retry.min_backoff, |max| env.random_below_or_eq(max));
         env.clock.sleep(pause).await;
     }
 }
