@@ -14,6 +14,11 @@
 //!    and on object_store's LocalFileSystem, which syncs nothing. CONCORD_BENCH_SAMPLES
 //!    one-row appends and a tenth as many (at least 5) large ones per store.
 //!
+//! 4. Group commit: a lone writer's one-row appends with group commit on and off (the
+//!    same, within noise: nobody waits for company), and CONCORD_BENCH_TASKS (default
+//!    64) tasks sharing one handle, each doing CONCORD_BENCH_OPS one-row appends, with
+//!    group commit on and off: transactions/s and versions, on local disk and in memory.
+//!
 //! Worker mode (internal): CONCORD_BENCH_WORKER=<uri>,<count>,<start at, unix ms>.
 
 use std::error::Error;
@@ -131,7 +136,73 @@ async fn run(cfg: Config) -> Result<()> {
     }
     let durability = durability_cost(&cfg, &dir.path().join("durability")).await?;
     print_summary(&cfg, &single, &ratios, &concurrent, &durability);
+    let group = group_commit(&cfg, dir.path()).await?;
+    print_group(&group);
     Ok(())
+}
+
+/// One group-commit measurement.
+#[derive(Debug, Clone, Serialize)]
+struct GroupRow {
+    store: &'static str,
+    tasks: usize,
+    group_commit: bool,
+    transactions: usize,
+    versions: u64,
+    transactions_per_s: f64,
+    #[serde(flatten)]
+    latency: Stats,
+}
+
+async fn group_commit(cfg: &Config, dir: &std::path::Path) -> Result<Vec<GroupRow>> {
+    let tasks: usize = list("CONCORD_BENCH_TASKS", "64")?.first().copied().unwrap_or(64);
+    let resolver = StoreResolver::new();
+    let mut out = Vec::new();
+    let mut n = 0;
+    for (store, base) in [("local disk", dir.join("group").to_string_lossy().into_owned()), ("memory", "memory://bench-group".to_string())] {
+        for (count, ops) in [(1usize, cfg.samples), (tasks, cfg.ops)] {
+            for on in [true, false] {
+                n += 1;
+                let table = Table::create(resolver.resolve(&format!("{base}-{n}"))?, Env::system(), schema()).await?.with_group_commit(on);
+                let start = table.version();
+                let started = Instant::now();
+                let runs: Vec<_> = (0..count)
+                    .map(|t| {
+                        let table = table.clone();
+                        tokio::spawn(async move {
+                            let mut samples = Vec::with_capacity(ops);
+                            for i in 0..ops {
+                                let at = Instant::now();
+                                append_one(&table, (t * 1_000_000 + i) as i64).await?;
+                                samples.push(at.elapsed());
+                            }
+                            Ok::<_, Box<dyn Error + Send + Sync>>(samples)
+                        })
+                    })
+                    .collect();
+                let mut samples = Vec::new();
+                for r in runs {
+                    samples.extend(r.await??);
+                }
+                let elapsed = started.elapsed().as_secs_f64();
+                let versions = table.latest().await?.version() - start;
+                eprintln!("group commit: {store}, {count} tasks, group {}: {} in {versions} versions", if on { "on" } else { "off" }, samples.len());
+                out.push(GroupRow { store, tasks: count, group_commit: on, transactions: samples.len(), versions, transactions_per_s: samples.len() as f64 / elapsed, latency: stats(&samples) });
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn print_group(rows: &[GroupRow]) {
+    println!("\n## Group commit: tasks sharing one handle, one-row appends\n");
+    println!("| store | tasks | group commit | transactions | versions | transactions/s | p50 ms | p99 ms |");
+    println!("|---|---:|---|---:|---:|---:|---:|---:|");
+    for r in rows {
+        let on = if r.group_commit { "on" } else { "off" };
+        println!("| {} | {} | {on} | {} | {} | {:.0} | {} | {} |", r.store, r.tasks, r.transactions, r.versions, r.transactions_per_s, ms(r.latency.p50_ms), ms(r.latency.p99_ms));
+    }
+    println!("\n{}", json!({"group_commit": rows}));
 }
 
 /// Appends of `rows_per_append` rows on one store variant.

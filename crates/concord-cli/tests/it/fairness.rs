@@ -30,8 +30,8 @@ use crate::common::*;
 
 /// Virtual time: tokio's paused clock.
 #[derive(Debug)]
-struct VirtualClock {
-    origin: tokio::time::Instant,
+pub struct VirtualClock {
+    pub origin: tokio::time::Instant,
 }
 
 impl Clock for VirtualClock {
@@ -48,10 +48,10 @@ impl Clock for VirtualClock {
 
 /// Every request takes `latency` (uniform in the range, in microseconds, seeded).
 #[derive(Debug)]
-struct SlowStore {
-    inner: InMemory,
-    latency: Range<u64>,
-    random: StdRandom,
+pub struct SlowStore {
+    pub inner: InMemory,
+    pub latency: Range<u64>,
+    pub random: StdRandom,
 }
 
 impl fmt::Display for SlowStore {

@@ -22,6 +22,7 @@ mod object_stores;
 mod requests;
 mod merge;
 mod servers;
+mod shared;
 mod simulation;
 mod stress;
 mod update;

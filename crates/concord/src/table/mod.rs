@@ -33,6 +33,8 @@ pub struct Table {
     /// Shared by clones: transactions committed through them at the same moment share
     /// a version (group commit).
     queue: Arc<CommitQueue>,
+    /// Whether this handle's commits may share a version (see [`Table::with_group_commit`]).
+    group_commit: bool,
 }
 
 impl Table {
@@ -66,7 +68,7 @@ impl Table {
         if crate::txn::settle::create_table(&store, &manifest).await? {
             let manifest = store.remember(manifest);
             store.saw_newest(&manifest, env.clock.monotonic());
-            Ok(Table { store, env, manifest, queue: Arc::default() })
+            Ok(Table { store, env, manifest, queue: Arc::default(), group_commit: true })
         } else {
             Err(CreateError::AlreadyExists { uri: store.location.uri.clone() })
         }
@@ -76,14 +78,14 @@ impl Table {
     pub async fn open(location: TableLocation, env: Env) -> Result<Table, OpenError> {
         let store = Arc::new(TableStore::new(location));
         let manifest = latest_manifest(&store, &env, None).await?;
-        Ok(Table { store, env, manifest, queue: Arc::default() })
+        Ok(Table { store, env, manifest, queue: Arc::default(), group_commit: true })
     }
 
     /// Opens version `version` without reading the latest one (which may be unreadable).
     pub async fn open_version(location: TableLocation, env: Env, version: u64) -> Result<Table, OpenError> {
         let store = Arc::new(TableStore::new(location));
         match store.read_manifest(version).await? {
-            Some(manifest) => Ok(Table { store, env, manifest, queue: Arc::default() }),
+            Some(manifest) => Ok(Table { store, env, manifest, queue: Arc::default(), group_commit: true }),
             None => {
                 let versions = store.location.coordinator.list_versions().await?;
                 match (versions.first(), versions.last()) {
@@ -156,6 +158,18 @@ impl Table {
         Ok(self.with_manifest(lo))
     }
 
+    /// This handle, with group commit on or off (on by default). On, the data writes
+    /// (append, delete, update, merge, overwrite with a filter) that tasks commit through
+    /// clones of one handle at the same moment share a version: one conditional create
+    /// for all, each judged against the winners on its own, each with its own outcome.
+    /// A lone writer never waits for company. Off, every transaction gets a version of
+    /// its own. Transactions with an expected version, schema and property changes,
+    /// restores, overwrites and compactions always commit alone.
+    pub fn with_group_commit(mut self, on: bool) -> Table {
+        self.group_commit = on;
+        self
+    }
+
     /// The version this handle reads.
     pub fn version(&self) -> u64 {
         self.manifest.version
@@ -182,7 +196,7 @@ impl Table {
     }
 
     fn with_manifest(&self, manifest: Arc<Manifest>) -> Table {
-        Table { store: self.store.clone(), env: self.env.clone(), manifest, queue: self.queue.clone() }
+        Table { store: self.store.clone(), env: self.env.clone(), manifest, queue: self.queue.clone(), group_commit: self.group_commit }
     }
 
     async fn read_required(&self, version: u64) -> Result<Arc<Manifest>, OpenError> {

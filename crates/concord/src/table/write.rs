@@ -190,7 +190,7 @@ impl Table {
         if let Some(done) = self.already_committed(&options, txn.operation.name()).await? {
             return Ok(done);
         }
-        Ok(self.queue.commit(&self.store, &self.env, txn, &options).await?)
+        Ok(self.queue.commit(&self.store, &self.env, txn, &options, self.group_commit).await?)
     }
 
     /// Commits staged (or prepared) transactions as one version, all or none (a job
@@ -283,7 +283,7 @@ impl Table {
             return Ok(done);
         }
         let txn = prepare.await?;
-        let result = self.queue.commit(&self.store, &self.env, &txn, options).await;
+        let result = self.queue.commit(&self.store, &self.env, &txn, options, self.group_commit).await;
         if let Err(e) = &result {
             if !matches!(e, CommitError::CommitStateUnknown { .. }) {
                 self.store.delete_best_effort(txn.operation.written_files()).await;

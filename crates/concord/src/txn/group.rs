@@ -49,15 +49,16 @@ fn groupable(txn: &PreparedTransaction, opts: &CommitOptions) -> bool {
 
 impl CommitQueue {
     /// Commits `txn`, in a version shared with whatever else this handle commits at the
-    /// same moment (see the module docs).
+    /// same moment (see the module docs); with `group` off, in a version of its own.
     pub(crate) async fn commit(
         &self,
         store: &Arc<TableStore>,
         env: &Env,
         txn: &PreparedTransaction,
         opts: &CommitOptions,
+        group: bool,
     ) -> Result<CommitInfo, CommitError> {
-        if !groupable(txn, opts) {
+        if !group || !groupable(txn, opts) {
             return commit::commit(store, env, txn, opts).await;
         }
         let (reply, mut answer) = oneshot::channel();

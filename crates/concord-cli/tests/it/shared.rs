@@ -1,0 +1,222 @@
+//! Shared versions: group commit (tasks sharing one table handle) and job commit
+//! (staged transactions committed together, all or none).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use concord::object_store::memory::InMemory;
+use concord::object_store::path::Path;
+use concord::{
+    Clock, CommitError, CommitOptions, Env, LatestLookup, ObjectStoreCoordinator, Schema, StdRandom, StoreKind, Table, TableLocation, WriteError,
+};
+
+use crate::common::*;
+use crate::fairness::{SlowStore, VirtualClock};
+
+/// A table on a store whose requests take 1-3 ms of virtual time (tokio's paused
+/// clock), so that tasks really overlap, deterministically.
+async fn slow_table(seed: u64) -> (Table, TableLocation, Env) {
+    let store = Arc::new(SlowStore { inner: InMemory::new(), latency: 1_000..3_000, random: StdRandom::seeded(seed) });
+    let coordinator = Arc::new(ObjectStoreCoordinator::new(store.clone(), Path::from("t"), LatestLookup::OrderedListing));
+    let location = TableLocation::builder("memory://shared/t", store, Path::from("t"), StoreKind::Memory).coordinator(coordinator).build();
+    let clock: Arc<dyn Clock> = Arc::new(VirtualClock { origin: tokio::time::Instant::now() });
+    let env = Env { clock, random: Arc::new(StdRandom::seeded(seed + 1)) };
+    let table = Table::create(location.clone(), env.clone(), Schema::parse(SCHEMA).unwrap()).await.unwrap();
+    (table, location, env)
+}
+
+fn paused_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap()
+}
+
+/// 32 tasks appending through one handle at once: each gets its own outcome, they
+/// share a few versions, and every transaction is in the history exactly once.
+#[test]
+fn tasks_sharing_a_handle_share_versions() {
+    paused_runtime().block_on(async {
+        let (table, _, _) = slow_table(1).await;
+        let tasks: Vec<_> = (0..32i64)
+            .map(|i| {
+                let table = table.clone();
+                tokio::spawn(async move { table.append(rows(table.schema(), [i * 10, i * 10 + 1]), &CommitOptions::default()).await.unwrap() })
+            })
+            .collect();
+        let mut infos = Vec::new();
+        for t in tasks {
+            infos.push(t.await.unwrap());
+        }
+        let latest = table.latest().await.unwrap();
+        let history = latest.history().await.unwrap();
+        let versions = latest.version();
+        assert!(versions < 32 / 4, "32 transactions in {versions} versions");
+        let mut ids: Vec<uuid::Uuid> = history.iter().flat_map(|v| v.transactions.iter().map(|t| t.transaction_id)).collect();
+        ids.sort();
+        let mut expected: Vec<uuid::Uuid> = infos.iter().map(|i| i.transaction_id).chain([history[0].transaction_id]).collect();
+        expected.sort();
+        assert_eq!(ids, expected, "every acknowledged transaction once, nothing else");
+        for info in &infos {
+            let v = &history[info.version as usize];
+            assert!(v.transactions.iter().any(|t| t.transaction_id == info.transaction_id), "each at the version it reported");
+            assert_eq!(info.rows_written, 2, "its own outcome");
+        }
+        assert_eq!(ids_of(&latest).await.len(), 64);
+    });
+}
+
+async fn ids_of(table: &Table) -> Vec<i64> {
+    ids(table).await
+}
+
+/// In one group, a transaction made impossible by a winner fails alone with its own
+/// typed error; the others commit.
+#[test]
+fn an_incompatible_member_of_a_group_fails_alone() {
+    paused_runtime().block_on(async {
+        let (table, location, env) = slow_table(2).await;
+        // Prepared while `name` exists: these appends write it.
+        let mut early = Vec::new();
+        for i in 0..4i64 {
+            early.push(table.prepare_append(rows(table.schema(), [i])).await.unwrap());
+        }
+        // Another process drops `name`.
+        let other = Table::open(location, env).await.unwrap();
+        other.drop_column("name", &CommitOptions::default()).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(2)).await; // the handle's knowledge goes stale
+        let late_schema = table.latest().await.unwrap().schema().clone();
+        let late: Vec<_> = (0..4i64)
+            .map(|i| {
+                use concord::arrow::array::{Float64Array, Int64Array, RecordBatch};
+                RecordBatch::try_new(late_schema.arrow_schema(), vec![Arc::new(Int64Array::from(vec![100 + i])), Arc::new(Float64Array::from(vec![1.0]))]).unwrap()
+            })
+            .collect();
+        let mut tasks = Vec::new();
+        for txn in early {
+            let table = table.clone();
+            tasks.push(tokio::spawn(async move { (true, table.commit(&txn, &CommitOptions::default()).await) }));
+        }
+        for batch in late {
+            let table = table.clone();
+            tasks.push(tokio::spawn(async move { (false, table.append(batch, &CommitOptions::default()).await) }));
+        }
+        for t in tasks {
+            match t.await.unwrap() {
+                (true, Err(WriteError::Commit(CommitError::Incompatible { winner_version, winner_operation, .. }))) => {
+                    assert_eq!((winner_version, winner_operation.as_str()), (1, "drop_column"));
+                }
+                (true, other) => panic!("an append of a dropped column: {other:?}"),
+                (false, result) => assert_eq!(result.unwrap().rows_written, 1),
+            }
+        }
+        let latest = table.latest().await.unwrap();
+        assert_eq!(ids(&latest).await, vec![100, 101, 102, 103]);
+        let history = latest.history().await.unwrap();
+        assert!(history.iter().any(|v| v.transactions.len() > 1), "the others shared a version: {:?}", history.iter().map(|v| v.transactions.len()).collect::<Vec<_>>());
+    });
+}
+
+/// A transaction with an expected version commits in a version of its own.
+#[test]
+fn compare_and_swap_commits_alone() {
+    paused_runtime().block_on(async {
+        let (table, _, _) = slow_table(3).await;
+        let mut tasks = Vec::new();
+        for i in 0..8i64 {
+            let table = table.clone();
+            tasks.push(tokio::spawn(async move { table.append(rows(table.schema(), [i]), &CommitOptions::default()).await.unwrap() }));
+        }
+        let cas = {
+            let table = table.clone();
+            tokio::spawn(async move {
+                let options = CommitOptions { expect_version: Some(0), ..CommitOptions::default() };
+                table.append(rows(table.schema(), [99]), &options).await
+            })
+        };
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let history = table.latest().await.unwrap().history().await.unwrap();
+        match cas.await.unwrap() {
+            Ok(info) => assert_eq!((info.version, history[1].transactions.len()), (1, 1), "alone in version 1"),
+            Err(WriteError::Commit(CommitError::VersionMoved { expected: 0, .. })) => {}
+            Err(e) => panic!("{e}"),
+        }
+    });
+}
+
+fn staged_id(args: &[&str]) -> String {
+    let out = ok(args);
+    out.trim().to_string()
+}
+
+/// `concord commit --together`: staged appends from several workers become one version,
+/// after a concurrent commit landed; the history lists each.
+#[test]
+fn a_job_commit_makes_staged_transactions_one_version() {
+    let t = TempTable::create();
+    let ids: Vec<String> = (0..3).map(|w| staged_id(&["append", &t.uri, &t.file(&format!("w{w}.csv"), &csv_rows(w * 10, 3)), "--stage"])).collect();
+    ok(&["append", &t.uri, &t.file("meanwhile.csv", &csv_rows(100, 2))]);
+    let mut args = vec!["commit", t.uri.as_str()];
+    args.extend(ids.iter().map(String::as_str));
+    args.extend(["--together", "--json"]);
+    let out = ok(&args);
+    let infos: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(infos.len(), 3);
+    assert!(infos.iter().all(|i| i["version"] == 2), "one version: {out}");
+    let history: serde_json::Value = serde_json::from_str(&ok(&["history", &t.uri, "--format", "json"])).unwrap();
+    let v2 = &history[2];
+    let listed: Vec<&str> = v2["transactions"].as_array().unwrap().iter().map(|t| t["transaction_id"].as_str().unwrap()).collect();
+    assert_eq!(listed, ids.iter().map(String::as_str).collect::<Vec<_>>(), "in the order given");
+    assert_eq!(v2["transaction_id"], v2["transactions"][0]["transaction_id"]);
+    assert_eq!(v2["rows_written"], 9);
+    assert_eq!(t.count(), 11);
+    // Committing them again commits nothing (each finds itself in the history).
+    let again: Vec<serde_json::Value> = ok(&args).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(again.iter().all(|i| i["version"] == 2));
+    assert_eq!(t.count(), 11);
+}
+
+/// A job commit is all or none: one member incompatible with what landed meanwhile
+/// (exit 3, naming it and the winner) commits nothing of the others.
+#[test]
+fn a_job_commit_with_an_incompatible_member_commits_nothing() {
+    let t = TempTable::create();
+    let with_name = staged_id(&["append", &t.uri, &t.file("a.csv", &csv_rows(0, 3)), "--stage"]);
+    let without = staged_id(&["append", &t.uri, &t.file("b.csv", "id,score\n50,1.5\n"), "--stage"]);
+    ok(&["alter", &t.uri, "drop-column", "name"]);
+    let before = snapshot(&t);
+    let err = fails(&["commit", &t.uri, &without, &with_name, "--together"], 3);
+    assert_mentions(&err, &[&with_name, "version 1", "drop_column", "nothing of the job was committed"]);
+    assert_eq!(snapshot(&t), before, "nothing committed");
+    // Without the incompatible one, the job commits.
+    ok(&["commit", &t.uri, &without, "--together"]);
+    assert_eq!(t.count(), 1);
+}
+
+/// Members that cannot share a version without a re-run (a delete after an append of
+/// rows it may match) make a job commit fail with exit 3 and commit nothing; in the
+/// other order they share one.
+#[test]
+fn a_job_member_that_would_re_run_on_another_is_refused() {
+    let t = TempTable::create();
+    ok(&["append", &t.uri, &t.file("a.csv", &csv_rows(0, 4))]);
+    let append = staged_id(&["append", &t.uri, &t.file("b.csv", &csv_rows(10, 4)), "--stage"]);
+    let delete = staged_id(&["delete", &t.uri, "--where", "id % 2 = 0", "--stage"]);
+    let before = snapshot(&t);
+    let err = fails(&["commit", &t.uri, &append, &delete, "--together"], 3);
+    assert_mentions(&err, &[&delete, &append, "one after the other"]);
+    assert_eq!(snapshot(&t), before);
+    ok(&["commit", &t.uri, &delete, &append, "--together"]);
+    assert_eq!(ok(&["count", &t.uri]).trim(), "6", "the delete, then the append (its rows kept)");
+    let history: serde_json::Value = serde_json::from_str(&ok(&["history", &t.uri, "--format", "json"])).unwrap();
+    assert_eq!(history[2]["operation"], "mixed");
+    assert_eq!(history[2]["transactions"].as_array().unwrap().len(), 2);
+}
+
+/// `--together` checks its arguments: a staged id given twice is refused.
+#[test]
+fn commit_together_refuses_a_repeated_id() {
+    let t = TempTable::create();
+    let id = staged_id(&["append", &t.uri, &t.file("a.csv", &csv_rows(0, 1)), "--stage"]);
+    let err = fails(&["commit", &t.uri, &id, &id, "--together"], 2);
+    assert_mentions(&err, &["given twice"]);
+}
