@@ -3,7 +3,8 @@
 //!
 //! Invariant: when a commit is acknowledged, its data files, deletion vectors,
 //! segments and root manifest are on stable storage, since each was synced when
-//! written and the manifest is written last. (object_store's `LocalFileSystem` writes
+//! written and the manifest is written last. The advisory latest-version hint is the
+//! one object not synced: a stale or missing hint costs probes, never an answer. (object_store's `LocalFileSystem` writes
 //! via a temporary file and a rename or link, but syncs nothing.)
 
 use std::ops::Range;
@@ -65,7 +66,11 @@ impl std::fmt::Display for SyncedLocalStore {
 impl ObjectStore for SyncedLocalStore {
     async fn put_opts(&self, location: &Path, payload: PutPayload, opts: PutOptions) -> Result<PutResult> {
         let result = self.inner.put_opts(location, payload, opts).await?;
-        self.sync(location).await?;
+        // The latest-version hint is advisory (never trusted alone): losing it in a
+        // crash costs probes, never an answer, so it is not worth two fsyncs a commit.
+        if location.filename() != Some(crate::format::naming::LATEST_HINT) {
+            self.sync(location).await?;
+        }
         Ok(result)
     }
 
