@@ -212,14 +212,16 @@ servers_start() {
     read -r moto_port azurite_port s3rver_port <<<"$ports"
 
     # Start all three, then wait for each: they boot in parallel.
-    _servers_spawn moto "$SERVERS_TOOLS/venv/bin/moto_server" -H 127.0.0.1 -p "$moto_port" ||
+    # moto_server, with its conditional writes atomic (see the script).
+    _servers_spawn moto "$SERVERS_TOOLS/venv/bin/python" "$SERVERS_ROOT/scripts/moto_server.py" -H 127.0.0.1 -p "$moto_port" ||
         { _servers_fail "could not start moto"; return 1; }
     mkdir -p "$SERVERS_DIR/s3rver" || { _servers_fail "could not create $SERVERS_DIR/s3rver"; return 1; }
     _servers_spawn azurite "$bin/azurite-blob" --blobHost 127.0.0.1 --blobPort "$azurite_port" \
         --inMemoryPersistence --disableTelemetry \
         --skipApiVersionCheck --loose --silent ||
         { _servers_fail "could not start azurite"; return 1; }
-    _servers_spawn s3rver "$bin/s3rver" --directory "$SERVERS_DIR/s3rver" --address 127.0.0.1 \
+    # The preload keeps s3rver alive when a delete and a PUT meet in one folder (see it).
+    _servers_spawn s3rver node -r "$SERVERS_ROOT/scripts/s3rver_keep_folders.js" "$bin/s3rver" --directory "$SERVERS_DIR/s3rver" --address 127.0.0.1 \
         --port "$s3rver_port" --silent --configure-bucket "$SERVERS_BUCKET" ||
         { _servers_fail "could not start s3rver"; return 1; }
 

@@ -5,7 +5,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use concord::{CommitOptions, IsolationLevel, Operation, StoreResolver, Table};
+use concord::{CommitOptions, IsolationLevel, StoreResolver, Table};
 
 use crate::common::*;
 
@@ -17,50 +17,23 @@ fn with_isolation(isolation: IsolationLevel) -> CommitOptions {
 /// What each transaction wrote, by transaction id (the oracle's input).
 pub(crate) type Written = HashMap<uuid::Uuid, Vec<i64>>;
 
-/// `previous` with transaction `t` applied (the oracle's reference, over plain sets).
-fn replay_serializable(previous: BTreeSet<i64>, t: &concord::TransactionRecord, written: &Written, states: &[BTreeSet<i64>]) -> BTreeSet<i64> {
-    match &t.operation {
-        Operation::Create => BTreeSet::new(),
-        Operation::Append { .. } => previous.into_iter().chain(written[&t.id].iter().copied()).collect(),
-        Operation::Overwrite { .. } => written[&t.id].iter().copied().collect(),
-        Operation::Restore { version } => states[*version as usize].clone(),
-        Operation::Delete { predicate, .. } => {
-            let matches = oracle_predicate(predicate);
-            previous.into_iter().filter(|id| !matches(*id)).collect()
-        }
-        // Rows move or change columns; which ids exist does not change.
-        Operation::Update { .. }
-        | Operation::Compact { .. }
-        | Operation::AddColumn { .. }
-        | Operation::DropColumn { .. }
-        | Operation::RenameColumn { .. }
-        | Operation::SetProperties { .. } => previous,
-        Operation::Merge { .. } => panic!("no merges in these histories"),
-        Operation::ReplaceWhere { predicate, .. } => {
-            let matches = oracle_predicate(predicate);
-            previous.into_iter().filter(|id| !matches(*id)).chain(written[&t.id].iter().copied()).collect()
-        }
-        other => panic!("no {} in these histories", other.name()),
-    }
-}
-
 /// The replay oracle: every version's ids equal its transaction applied to the
 /// previous version's ids, by an obviously correct reference over plain sets
 /// (serializable: a delete removes every matching row of the previous version).
 pub(crate) async fn assert_replay_serializable(table: &Table, written: &Written) {
     let latest = table.latest().await.unwrap();
-    let mut states: Vec<BTreeSet<i64>> = Vec::new();
+    let mut states: Vec<Vec<i64>> = Vec::new();
     for info in latest.history().await.unwrap() {
         let version = latest.checkout(info.version).await.unwrap();
-        let previous = states.last().cloned().unwrap_or_default();
         // A shared version is its transactions applied in order.
-        let mut expected = previous;
+        let mut expected = states.last().cloned().unwrap_or_default();
         for t in &version.manifest().transactions {
-            expected = replay_serializable(expected, t, written, &states);
+            expected = crate::histories::replay(expected, t, written, &states);
         }
+        let expected: BTreeSet<i64> = expected.into_iter().collect();
         let actual: BTreeSet<i64> = ids(&version).await.into_iter().collect();
         assert_eq!(actual, expected, "version {} = version {} + its {}", info.version, info.version.saturating_sub(1), info.operation);
-        states.push(actual);
+        states.push(actual.into_iter().collect());
     }
 }
 

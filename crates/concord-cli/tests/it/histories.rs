@@ -100,7 +100,7 @@ async fn writer(table: Table, seed: u64, ops: usize, tight_budget: bool) -> Log 
 }
 
 /// `previous` (the ids of the version before) with transaction `t` applied.
-fn replay(previous: Vec<i64>, t: &concord::TransactionRecord, written: &HashMap<uuid::Uuid, Vec<i64>>, states: &[Vec<i64>]) -> Vec<i64> {
+pub(crate) fn replay(previous: Vec<i64>, t: &concord::TransactionRecord, written: &HashMap<uuid::Uuid, Vec<i64>>, states: &[Vec<i64>]) -> Vec<i64> {
     match &t.operation {
         Operation::Create => Vec::new(),
         Operation::Append { .. } => previous.iter().chain(&written[&t.id]).copied().collect(),

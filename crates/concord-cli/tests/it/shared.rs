@@ -220,3 +220,73 @@ fn commit_together_refuses_a_repeated_id() {
     let err = fails(&["commit", &t.uri, &id, &id, "--together"], 2);
     assert_mentions(&err, &["given twice"]);
 }
+
+/// Idempotency keys inside a group: two tasks retrying with the same key at the same
+/// moment never share a version; one writes, the other reports the first's commit.
+#[test]
+fn a_key_given_twice_in_one_group_commits_once() {
+    paused_runtime().block_on(async {
+        let (table, _, _) = slow_table(4).await;
+        let tasks: Vec<_> = (0..16i64)
+            .map(|i| {
+                let table = table.clone();
+                let key = format!("load-{}", i / 2);
+                tokio::spawn(async move {
+                    let options = CommitOptions { idempotency_key: Some(key.clone()), ..CommitOptions::default() };
+                    (key, table.append(rows(table.schema(), [i / 2]), &options).await.unwrap())
+                })
+            })
+            .collect();
+        let mut by_key = std::collections::BTreeMap::<String, Vec<concord::CommitInfo>>::new();
+        for t in tasks {
+            let (key, info) = t.await.unwrap();
+            by_key.entry(key).or_default().push(info);
+        }
+        for (key, infos) in &by_key {
+            let written: Vec<_> = infos.iter().filter(|i| !i.idempotent_replay).collect();
+            assert_eq!(written.len(), 1, "{key}: one of the two writes: {infos:?}");
+            assert!(infos.iter().all(|i| i.version == written[0].version && i.transaction_id == written[0].transaction_id), "{key}: both report the one commit: {infos:?}");
+        }
+        let latest = table.latest().await.unwrap();
+        assert_eq!(ids_of(&latest).await, (0..8).collect::<Vec<_>>(), "each key's rows once");
+        let history = latest.history().await.unwrap();
+        assert!(history.iter().any(|v| v.transactions.len() > 1), "keyed transactions still share versions");
+    });
+}
+
+/// Re-runs inside a group: a delete racing appends that share versions removes exactly
+/// the rows committed before it (earlier versions, or earlier in its own version), as if
+/// the transactions had run one after the other in the history's order.
+#[test]
+fn a_delete_racing_a_group_of_appends_re_runs_on_exactly_the_earlier_ones() {
+    paused_runtime().block_on(async {
+        let (table, _, _) = slow_table(5).await;
+        let spawn_append = |i: i64| {
+            let table = table.clone();
+            tokio::spawn(async move { table.append(rows(table.schema(), [i]), &CommitOptions::default()).await.unwrap() })
+        };
+        let mut appends: Vec<_> = (0..12).map(spawn_append).collect();
+        tokio::time::sleep(Duration::from_millis(2)).await; // appends in flight
+        let delete = {
+            let table = table.clone();
+            tokio::spawn(async move { table.delete("id >= 0", &CommitOptions::default()).await.unwrap() })
+        };
+        appends.extend((12..24).map(spawn_append));
+        let mut appended = Vec::new();
+        for (i, t) in appends.into_iter().enumerate() {
+            appended.push((i as i64, t.await.unwrap()));
+        }
+        let deleted = delete.await.unwrap();
+        let latest = table.latest().await.unwrap();
+        let history = latest.history().await.unwrap();
+        let position = |info: &concord::CommitInfo| {
+            let v = &history[info.version as usize];
+            (info.version, v.transactions.iter().position(|t| t.transaction_id == info.transaction_id).expect("in its version"))
+        };
+        let after_delete: Vec<i64> = appended.iter().filter(|(_, info)| position(info) > position(&deleted)).map(|(i, _)| *i).collect();
+        assert_eq!(ids_of(&latest).await, after_delete, "the rows committed after the delete, no other");
+        assert_eq!(deleted.rows_deleted, 24 - after_delete.len() as u64);
+        assert!(deleted.rerun, "the delete re-ran on appends that beat it: {deleted:?}");
+        assert!(history.iter().any(|v| v.transactions.len() > 1), "appends shared versions");
+    });
+}

@@ -48,3 +48,15 @@ fn stress_rejects_bad_arguments() {
     let (code, _, err) = run(&["stress", &TempTable::uncreated().uri, "--mix", "drop=1"]);
     assert_eq!(code, 2, "{err}");
 }
+
+/// 64 tasks in each of 4 processes append to one table through one handle per process:
+/// every transaction acknowledged once, row counts exact, versions shared.
+#[test]
+fn stress_with_many_tasks_per_process_shares_versions_and_loses_nothing() {
+    let t = TempTable::uncreated();
+    let r = report(&[], &["stress", &t.uri, "--writers", "4", "--tasks", "64", "--ops", "128", "--rows", "3", "--mix", "append=1", "--seed", "5"]);
+    assert_eq!((r["tasks"].as_u64(), r["commits"].as_u64(), r["failed"].as_u64()), (Some(64), Some(512), Some(0)), "{r}");
+    assert_eq!(r["transactions"].as_u64(), Some(512), "{r}");
+    assert!(r["versions"].as_u64().unwrap() < 512 / 2, "tasks shared versions: {r}");
+    assert_eq!(ok(&["count", &t.uri]).trim(), (512 * 3).to_string());
+}
