@@ -4,9 +4,12 @@ moto checks a write's condition and then stores the write as two steps, and its 
 handles requests on threads: two S3 PUTs with `If-None-Match: *` (or two DynamoDB
 PutItems with `attribute_not_exists`) of one key at the same moment can both pass the
 check, and both "succeed". Real S3 and DynamoDB never do that, and Concord's commits
-rely on it: with 8 processes committing through moto's DynamoDB, CI saw a version
-created twice and one acknowledged append replaced. Here each of those writes runs
-under one lock, check and store together; everything else is moto as it is.
+rely on it. Measured: 8 threads racing conditional PutItems on 60 keys (with Python's
+thread switch interval at 1 us to make races show) created 2-4 keys twice on moto as
+it is, none with this lock; a full test run under load once saw 160 acknowledged
+appends through moto's DynamoDB leave 159 in the table, which this explains.
+Here each of those writes runs under one lock, check and store together; everything
+else is moto as it is.
 """
 import sys
 import threading
