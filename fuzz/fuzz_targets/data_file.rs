@@ -36,7 +36,7 @@ fn fixture() -> &'static Fixture {
 
 fuzz_target!(|data: &[u8]| {
     let f = fixture();
-    let file = DataFile { path: FILE.into(), fields: vec![0, 1, 2], size_bytes: data.len() as u64 };
+    let file = DataFile { path: FILE.into(), fields: vec![0, 1, 2], size_bytes: data.len() as u64, stats: Vec::new() };
     let fragment = Fragment { id: 0, files: vec![file], physical_rows: 0, deletion: None };
     f.runtime.block_on(async {
         f.store.put(&f.path, PutPayload::from(data.to_vec())).await.unwrap();

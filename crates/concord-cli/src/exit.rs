@@ -2,7 +2,7 @@
 //! command-line hints the library's messages leave out (they name no flag).
 
 use concord::{
-    AlterError, CommitError, CorruptObject, CreateError, DynamoDbError, OpenError, ScanError, SchemaParseError, StorageCause, StorageError,
+    AlterError, CommitError, CorruptObject, CreateError, DynamoDbError, OpenError, ScanError, SchemaParseError, SqlError, StorageCause, StorageError,
     Unavailable, UriError, WriteError,
 };
 
@@ -128,14 +128,29 @@ fn unavailable_code(e: &Unavailable) -> i32 {
 
 impl From<ScanError> for Failure {
     fn from(e: ScanError) -> Self {
-        let (code, hint) = match &e {
-            ScanError::Column(_) | ScanError::Predicate(_) => (USAGE, None),
-            ScanError::Unavailable(u) => (unavailable_code(u), None),
-            ScanError::Corrupt(c) => (OTHER, corrupt_hint(c)),
-            ScanError::Storage(s) => (OTHER, storage_hint(s)),
-            _ => (OTHER, None),
-        };
-        fail_with(code, &e, hint)
+        scan_failure(&e)
+    }
+}
+
+fn scan_failure(e: &ScanError) -> Failure {
+    let (code, hint) = match e {
+        ScanError::Column(_) | ScanError::Predicate(_) => (USAGE, None),
+        ScanError::Unavailable(u) => (unavailable_code(u), None),
+        ScanError::Corrupt(c) => (OTHER, corrupt_hint(c)),
+        ScanError::Storage(s) => (OTHER, storage_hint(s)),
+        _ => (OTHER, None),
+    };
+    fail_with(code, e, hint)
+}
+
+/// Query mistakes are bad input (2); reading failures as for scans.
+impl From<SqlError> for Failure {
+    fn from(e: SqlError) -> Self {
+        match &e {
+            SqlError::Scan(scan) => scan_failure(scan),
+            SqlError::Engine { .. } => fail(OTHER, &e),
+            _ => fail(USAGE, &e),
+        }
     }
 }
 

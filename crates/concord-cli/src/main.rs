@@ -224,6 +224,21 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run a SQL query (DataFusion SQL, read-only) over the table, named t, and the
+    /// tables given with --table; prints its rows
+    Sql {
+        uri: String,
+        /// e.g. "SELECT name, count(*) FROM t GROUP BY name"
+        query: String,
+        /// --version / --as-of apply to t
+        #[command(flatten)]
+        at: VersionArgs,
+        /// Another table for the query, at its latest version (repeatable)
+        #[arg(long = "table", value_name = "NAME=URI", value_parser = parse_named_table)]
+        tables: Vec<(String, String)>,
+        #[arg(long, value_enum, default_value = "table")]
+        format: RowFormat,
+    },
     /// Print the schema
     Schema {
         uri: String,
@@ -315,6 +330,14 @@ fn parse_assignment(s: &str) -> Result<Assignment, String> {
         return Err(bad());
     }
     Ok(Assignment { column: column.to_string(), expr: expr.to_string() })
+}
+
+/// `NAME=URI` of `--table`.
+fn parse_named_table(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((name, uri)) if !name.trim().is_empty() && !uri.trim().is_empty() => Ok((name.trim().to_string(), uri.trim().to_string())),
+        _ => Err(format!("'{s}' is not of the form NAME=URI, e.g. --table orders=./orders")),
+    }
 }
 
 fn parse_isolation(s: &str) -> Result<IsolationLevel, String> {
@@ -585,12 +608,39 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let created = concord::create_coordinator_table(&spec, &cx.resolver.options()).await?;
             println!("{} {spec}", if created { "created" } else { "already exists:" });
         }
+        Command::Sql { uri, query, at, tables, format } => sql(&cx, &uri, &query, &at, &tables, format).await?,
         Command::Schema { uri, at, format } => {
             let table = cx.open_at(&uri, &at).await?;
             output::print_schema(table.schema(), format)?;
         }
     }
     Ok(())
+}
+
+/// `sql`: the table at `uri` is `t` (at the version asked for), each `--table` at its
+/// latest version; one version of each is read, whatever commits meanwhile.
+async fn sql(cx: &Context, uri: &str, query: &str, at: &VersionArgs, tables: &[(String, String)], format: RowFormat) -> Result<(), Failure> {
+    let mut names = vec!["t".to_string()];
+    for (name, _) in tables {
+        if names.iter().any(|n| n.eq_ignore_ascii_case(name)) {
+            return Err(usage(format!("the table name '{name}' is given twice (the table at <uri> is t); give each --table its own name")));
+        }
+        names.push(name.clone());
+    }
+    let session = concord::SqlSession::new();
+    let opened = futures::future::try_join_all(tables.iter().map(|(_, uri)| cx.open(uri)));
+    let (main, others) = futures::future::try_join(cx.open_at(uri, at), opened).await?;
+    session.register("t", &main)?;
+    for ((name, _), table) in tables.iter().zip(&others) {
+        session.register(name, table)?;
+    }
+    let result = session.query(query).await?;
+    let mut writer = RowWriter::stdout(format, result.schema());
+    let mut stream = result.into_stream();
+    while let Some(batch) = stream.try_next().await? {
+        writer.write(&batch)?;
+    }
+    writer.finish()
 }
 
 /// `doctor`: probes the store, prints what it found and which commit mode is safe.

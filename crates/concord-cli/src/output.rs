@@ -15,6 +15,8 @@ pub enum RowFormat {
     Table,
     Csv,
     Json,
+    /// An Arrow IPC stream (for pyarrow.ipc.open_stream, DuckDB, polars, ...).
+    Arrow,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -31,6 +33,8 @@ pub struct RowWriter<W: Write> {
     out: W,
     /// Table format: column widths, set by the first batch.
     widths: Option<Vec<usize>>,
+    /// Arrow format: the stream's encoder (its bytes go to `out` as each batch is encoded).
+    ipc: Option<arrow_ipc::writer::StreamWriter<Vec<u8>>>,
 }
 
 impl RowWriter<std::io::BufWriter<std::io::StdoutLock<'static>>> {
@@ -41,7 +45,7 @@ impl RowWriter<std::io::BufWriter<std::io::StdoutLock<'static>>> {
 
 impl<W: Write> RowWriter<W> {
     pub fn new(format: RowFormat, schema: SchemaRef, out: W) -> Self {
-        RowWriter { format, schema, out, widths: None }
+        RowWriter { format, schema, out, widths: None, ipc: None }
     }
 
     pub fn write(&mut self, batch: &RecordBatch) -> Result<(), Failure> {
@@ -83,8 +87,26 @@ impl<W: Write> RowWriter<W> {
                 writer.write(batch)?;
                 writer.finish()?;
             }
+            RowFormat::Arrow => {
+                self.ipc()?.write(batch)?;
+                self.drain_ipc()?;
+            }
         }
         self.out.flush()?;
+        Ok(())
+    }
+
+    /// The IPC encoder, created (schema written) on first use.
+    fn ipc(&mut self) -> Result<&mut arrow_ipc::writer::StreamWriter<Vec<u8>>, Failure> {
+        if self.ipc.is_none() {
+            self.ipc = Some(arrow_ipc::writer::StreamWriter::try_new(Vec::new(), &self.schema)?);
+        }
+        Ok(self.ipc.as_mut().expect("set above"))
+    }
+
+    fn drain_ipc(&mut self) -> Result<(), Failure> {
+        let bytes = std::mem::take(self.ipc()?.get_mut());
+        self.out.write_all(&bytes)?;
         Ok(())
     }
 
@@ -99,6 +121,10 @@ impl<W: Write> RowWriter<W> {
             }
             RowFormat::Csv if self.widths.is_none() => self.csv_header()?,
             RowFormat::Csv | RowFormat::Json => {}
+            RowFormat::Arrow => {
+                self.ipc()?.finish()?;
+                self.drain_ipc()?;
+            }
         }
         self.out.flush()?;
         Ok(())
@@ -265,9 +291,9 @@ mod tests {
     }
 
     fn batch(ids: &[i64], names: &[Option<&str>]) -> RecordBatch {
-        RecordBatch::try_from_iter([
-            ("id", Arc::new(Int64Array::from(ids.to_vec())) as arrow::array::ArrayRef),
-            ("name", Arc::new(StringArray::from(names.to_vec())) as arrow::array::ArrayRef),
+        RecordBatch::try_from_iter_with_nullable([
+            ("id", Arc::new(Int64Array::from(ids.to_vec())) as arrow::array::ArrayRef, false),
+            ("name", Arc::new(StringArray::from(names.to_vec())) as arrow::array::ArrayRef, true),
         ])
         .unwrap()
     }
@@ -275,15 +301,28 @@ mod tests {
     /// Each batch is out before the next arrives, in every format.
     #[test]
     fn every_format_writes_each_batch_as_it_comes() {
-        for format in [RowFormat::Table, RowFormat::Csv, RowFormat::Json] {
+        for format in [RowFormat::Table, RowFormat::Csv, RowFormat::Json, RowFormat::Arrow] {
             let out = Shared::default();
             let first = batch(&[1, 2], &[Some("a"), Some("")]);
             let mut writer = RowWriter::new(format, first.schema(), out.clone());
             writer.write(&first).unwrap();
-            let after_first = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
-            assert!(after_first.contains('2'), "{format:?}: the first batch is written at once: {after_first:?}");
+            let after_first = String::from_utf8_lossy(&out.0.lock().unwrap()).into_owned();
+            if format == RowFormat::Arrow {
+                let bytes = out.0.lock().unwrap().clone();
+                let mut reader = arrow_ipc::reader::StreamReader::try_new(std::io::Cursor::new(bytes), None).unwrap();
+                assert_eq!(reader.next().unwrap().unwrap().num_rows(), 2, "the first batch is written at once");
+            } else {
+                assert!(after_first.contains('2'), "{format:?}: the first batch is written at once: {after_first:?}");
+            }
             writer.write(&batch(&[333], &[None])).unwrap();
             writer.finish().unwrap();
+            if format == RowFormat::Arrow {
+                let bytes = out.0.lock().unwrap().clone();
+                let reader = arrow_ipc::reader::StreamReader::try_new(std::io::Cursor::new(bytes), None).unwrap();
+                let rows: usize = reader.map(|b| b.unwrap().num_rows()).sum();
+                assert_eq!(rows, 3, "an Arrow IPC stream of both batches");
+                continue;
+            }
             let all = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
             assert!(all.starts_with(&after_first) && all.contains("333"), "{format:?}: {all}");
             if format == RowFormat::Csv {

@@ -7,7 +7,8 @@
 //! - `storage`: stores, URIs and the commit seam ([`CommitCoordinator`]);
 //! - `io`: reading input, writing and scanning Parquet data files;
 //! - `txn`: transactions as actions, the pure conflict rules, the commit loop;
-//! - `table`: the [`Table`] API.
+//! - `table`: the [`Table`] API;
+//! - `sql`: SQL over table versions with DataFusion ([`SqlSession`], [`SqlTableProvider`]).
 //!
 //! # Example
 //!
@@ -54,6 +55,7 @@ mod env;
 mod error;
 mod format;
 mod io;
+mod sql;
 mod storage;
 mod table;
 mod txn;
@@ -64,7 +66,7 @@ pub use error::{
     OversizedObject, PredicateError, ScanError, StorageCause, StorageError, Unavailable, UriError, WriteError,
 };
 pub use format::manifest::{
-    Assignment, CompactGroup, CompactInput, DataFile, DeletionRef, Fragment, FragmentDeletion, IsolationLevel, Manifest, NewColumn, NewFragment,
+    Assignment, ColumnStats, CompactGroup, CompactInput, DataFile, DeletionRef, Fragment, FragmentDeletion, IsolationLevel, Manifest, NewColumn, NewFragment,
     Operation, PartialMerge, SegmentRef, TransactionRecord, FORMAT_VERSION, INLINE_SEGMENT_FRAGMENTS, PROPERTY_ISOLATION,
 };
 pub use format::naming::{parse_version_file_name, version_file_name};
@@ -74,6 +76,7 @@ pub use io::guard::panic_is_caught;
 pub use io::csv_fields::quote_field as quote_csv_field;
 pub use io::predicate::{MAX_EXPRESSION_BYTES, MAX_EXPRESSION_OPERATORS};
 pub use io::scan::ScanMetrics;
+pub use sql::{SqlError, SqlSession, SqlStream, SqlTableProvider};
 pub use storage::{
     create_coordinator_table, latest_lookup, probe_store, CommitCoordinator, CoordinatorCapabilities, CreateOutcome, DynamoDbCoordinator,
     LatestLookup, Lister, ObjectStoreCoordinator, ProbeReport, StoreKind, StoreResolver, SyncedLocalStore, TableLocation,
@@ -89,6 +92,9 @@ pub use txn::{CommitInfo, CommitOptions, PreparedTransaction, RetryPolicy, Stage
 /// `RecordBatch`es, so a caller builds them with this one (re-exported whole, as
 /// deltalake and lance do, so that no second Arrow version enters the build).
 pub use arrow;
+/// The DataFusion version behind [`SqlTableProvider`] and [`SqlSession`]: register a
+/// provider in a `SessionContext` of this crate's DataFusion.
+pub use datafusion;
 /// The object_store version behind [`TableLocation`]: a caller with its own store
 /// (or [`CommitCoordinator`]) implements or passes this crate's `ObjectStore`.
 pub use object_store;

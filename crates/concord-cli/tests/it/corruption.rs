@@ -151,7 +151,7 @@ async fn the_fuzz_corpus_of_data_files_reads_without_panics() {
     let (mut read, mut refused) = (0, 0);
     for file in files_under(&corpus, "data_file") {
         let data = std::fs::read(&file).unwrap();
-        let described = DataFile { path: "data/fuzz.parquet".into(), fields: vec![0, 1, 2], size_bytes: data.len() as u64 };
+        let described = DataFile { path: "data/fuzz.parquet".into(), fields: vec![0, 1, 2], size_bytes: data.len() as u64, stats: Vec::new() };
         store.put(&path, PutPayload::from(data)).await.unwrap();
         let name = file.file_name().unwrap().to_string_lossy().into_owned();
         let crash = name.starts_with("crash-") || name.starts_with("timeout-");

@@ -24,6 +24,7 @@ mod merge;
 mod servers;
 mod shared;
 mod simulation;
+mod sql;
 mod stress;
 mod update;
 mod vacuum;

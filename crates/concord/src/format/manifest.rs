@@ -65,6 +65,27 @@ pub struct DataFile {
     pub fields: Vec<u32>,
     /// The file's size (its footer is read from the end).
     pub size_bytes: u64,
+    /// Statistics of its columns over all its rows, deleted ones included (so they bound
+    /// the live rows of any version): readers skip a fragment whose statistics prove a
+    /// filter false. Empty when unknown (files written before statistics existed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stats: Vec<ColumnStats>,
+}
+
+/// Statistics of one column of a data file (FORMAT.md §6). Values are text of the
+/// column's type, as a default is; a bound that is absent is unknown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ColumnStats {
+    /// The column's field id.
+    pub field: u32,
+    /// Its NULL values.
+    pub nulls: u64,
+    /// Its smallest non-NULL value (absent if every value is NULL, or not recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<String>,
+    /// Its largest non-NULL value (absent likewise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<String>,
 }
 
 /// Rows written by a transaction before commit: no fragment id yet.

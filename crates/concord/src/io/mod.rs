@@ -12,5 +12,6 @@ pub(crate) mod keys;
 pub(crate) mod page_check;
 pub(crate) mod predicate;
 pub(crate) mod scan;
+pub(crate) mod stats;
 mod thrift;
 pub(crate) mod writer;

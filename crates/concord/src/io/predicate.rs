@@ -237,6 +237,31 @@ pub(crate) fn compile(sql: &str, table: &Schema, now: DateTime<Utc>) -> Result<P
     Ok(Predicate { sql: sql.to_string(), fields, schema, expr: physical, pruning, now })
 }
 
+/// The conjunction of `filters`, DataFusion expressions over columns of `table` that a
+/// query pushed into a scan, compiled like [`compile`] but planned with the query's
+/// session (its `now()`, its settings). `None` without filters.
+pub(crate) fn from_filters(filters: &[Expr], table: &Schema, state: &dyn datafusion::catalog::Session) -> Result<Option<Predicate>, DataFusionError> {
+    let Some(expr) = datafusion::logical_expr::utils::conjunction(filters.iter().cloned()) else { return Ok(None) };
+    // The query qualifies columns with its name for the table; the scan's schema does not.
+    let expr = datafusion::logical_expr::expr_rewriter::unnormalize_col(expr);
+    let referenced = expr.column_refs();
+    let fields: Vec<Field> = table.fields.iter().filter(|f| referenced.iter().any(|c| c.name == f.name)).cloned().collect();
+    let full = table.arrow_schema();
+    let indices: Vec<usize> = fields.iter().map(|f| full.index_of(&f.name).expect("field exists")).collect();
+    let schema: SchemaRef = Arc::new(full.project(&indices)?);
+    let df_schema = DFSchema::try_from(schema.as_ref().clone())?;
+    let physical = state.create_physical_expr(expr.clone(), &df_schema)?;
+    let pruning = PruningPredicateBuilder::new().with_file_schema(schema.clone()).build(physical.clone());
+    let now = state.execution_props().query_execution_start_time.unwrap_or_else(Utc::now);
+    Ok(Some(Predicate { sql: expr.to_string(), fields, schema, expr: physical, pruning, now }))
+}
+
+/// Refuses query text too long or with too many operators to plan safely (the limits
+/// of expressions), before DataFusion parses it.
+pub(crate) fn check_query_size(sql: &str) -> Result<(), PredicateError> {
+    check_size(sql)
+}
+
 /// A test of rows on some table columns: a SQL predicate, or membership in a key set.
 /// Batches handed to [`RowTest::evaluate`] hold exactly `fields()` as `schema()`.
 pub(crate) trait RowTest: Send + Sync {

@@ -27,6 +27,7 @@ use super::deletion;
 use super::file_reader::DataFileReader;
 use super::guard::Guarded;
 use super::predicate::{Predicate, RowTest};
+use super::stats::FragmentPruning;
 use crate::error::{CorruptObject, PredicateError, ScanError};
 use crate::format::manifest::Fragment;
 use crate::format::schema::Field;
@@ -42,16 +43,38 @@ pub(crate) struct ScanPlan {
     pub predicate: Option<Predicate>,
 }
 
-/// Row-group counts of one scan, for pruning checks and reports.
+/// What one scan read and skipped, for pruning checks and reports.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct ScanMetrics {
     /// Row groups in the files opened.
     pub row_groups_total: u64,
     /// Row groups read (the rest were pruned by statistics).
     pub row_groups_read: u64,
+    /// Fragments of the version the scan considered.
+    pub fragments_total: u64,
+    /// Data files opened (the other fragments were skipped by their statistics).
+    pub files_opened: u64,
 }
 
-/// Streams the rows of `fragments` in fragment order.
+/// The fragments whose statistics do not rule out `plan`'s filter (all without one),
+/// in the order given; counts them in `metrics`.
+pub(crate) fn prune(fragments: Vec<Fragment>, plan: &ScanPlan, metrics: &std::sync::Mutex<ScanMetrics>) -> Vec<Fragment> {
+    metrics.lock().unwrap_or_else(|e| e.into_inner()).fragments_total += fragments.len() as u64;
+    match plan.predicate.as_ref().and_then(|p| Some((p, p.pruning.as_ref()?))) {
+        Some((predicate, pruning)) => match pruning.prune(&FragmentPruning::new(&fragments, &predicate.fields)) {
+            Ok(keep) => fragments.into_iter().zip(keep).filter_map(|(f, keep)| keep.then_some(f)).collect(),
+            // Pruning is an optimisation: statistics it cannot use prune nothing.
+            Err(_) => fragments,
+        },
+        None => fragments,
+    }
+}
+
+/// Fragments opened ahead of the one being read (footer and deletion vector fetched),
+/// so that a scan rarely waits for a request.
+const OPEN_AHEAD: usize = 4;
+
+/// Streams the rows of `fragments` in fragment order (callers prune them first).
 pub(crate) fn scan_fragments(
     store: Arc<TableStore>,
     fragments: Vec<Fragment>,
@@ -59,10 +82,11 @@ pub(crate) fn scan_fragments(
     metrics: Arc<std::sync::Mutex<ScanMetrics>>,
 ) -> BoxStream<'static, Result<RecordBatch, ScanError>> {
     stream::iter(fragments)
-        .then(move |fragment| {
+        .map(move |fragment| {
             let (store, plan, metrics) = (store.clone(), plan.clone(), metrics.clone());
             async move { open_fragment(&store, &fragment, plan, &metrics).await }
         })
+        .buffered(OPEN_AHEAD)
         .try_flatten()
         .boxed()
 }
@@ -137,15 +161,25 @@ async fn open_fragment(
     metrics: &std::sync::Mutex<ScanMetrics>,
 ) -> Result<BoxStream<'static, Result<RecordBatch, ScanError>>, ScanError> {
     let file = open_file(store, fragment).await?;
+    metrics.lock().unwrap_or_else(|e| e.into_inner()).files_opened += 1;
     let mut keep: Vec<usize> = (0..file.row_groups.len()).collect();
     let mut builder_filter = None;
+    // Whether the filter is evaluated on decoded batches (when every output column is a
+    // filter column, nothing is left to decode late, and a row filter would only add
+    // the cost of building row selections); else inside the reader, output columns
+    // decoded only for matching rows.
+    let mut eager = false;
+    let mut out_columns: Vec<usize> = plan.fields.iter().filter_map(|f| file_column(&file.file_fields, f.id)).collect();
     // The predicate failing on a value (e.g. an explicit CAST the text does not fit) is
     // the expression's failure, not the file's: the reader only passes on its text.
     let failure: Arc<std::sync::Mutex<Option<String>>> = Arc::default();
     if let Some(predicate) = &plan.predicate {
         let (kept, columns) = file.plan_filter(predicate)?;
         keep = kept;
-        if !columns.is_empty() {
+        eager = !columns.is_empty() && plan.fields.iter().all(|f| predicate.fields.iter().any(|p| p.id == f.id));
+        if eager {
+            out_columns = columns;
+        } else if !columns.is_empty() {
             let mask = ProjectionMask::roots(file.builder.parquet_schema(), columns);
             let plan_for_filter = plan.clone();
             let (fs, ff, slot) = (file.file_schema.clone(), file.file_fields.clone(), failure.clone());
@@ -165,7 +199,6 @@ async fn open_fragment(
         return Ok(stream::empty().boxed());
     }
     let deleted = deletion::of_fragment(store, fragment.deletion.as_ref()).await?;
-    let out_columns: Vec<usize> = plan.fields.iter().filter_map(|f| file_column(&file.file_fields, f.id)).collect();
     let ranges = file.ranges(&keep);
     let OpenedFile { mut builder, file_schema, file_fields, corrupt, .. } = file;
     let projection = ProjectionMask::roots(builder.parquet_schema(), out_columns);
@@ -185,9 +218,26 @@ async fn open_fragment(
                 Some(reason) => ScanError::Predicate(PredicateError::Failed { sql: sql.clone(), reason }),
                 None => corrupt(&e),
             })?;
-            to_table_columns(&batch, &file_schema, &file_fields, &fields, &output).map_err(|e| corrupt(&e))
+            let rows = to_table_columns(&batch, &file_schema, &file_fields, &fields, &output).map_err(|e| corrupt(&e))?;
+            match plan.predicate.as_ref().filter(|_| eager) {
+                None => Ok(rows),
+                Some(predicate) => {
+                    let adapted = to_table_columns(&batch, &file_schema, &file_fields, &predicate.fields, &predicate.schema).map_err(|e| corrupt(&e))?;
+                    let hits = predicate.evaluate(&adapted).map_err(|e| ScanError::Predicate(PredicateError::Failed { sql: sql.clone(), reason: e.to_string() }))?;
+                    filter_rows(&rows, &hits).map_err(|e| corrupt(&e))
+                }
+            }
         })
         .boxed())
+}
+
+/// The rows of `batch` where `hits` is true (a batch without columns keeps its count).
+fn filter_rows(batch: &RecordBatch, hits: &BooleanArray) -> Result<RecordBatch, arrow::error::ArrowError> {
+    if batch.num_columns() == 0 {
+        let options = arrow::array::RecordBatchOptions::new().with_row_count(Some(hits.true_count()));
+        return RecordBatch::try_new_with_options(batch.schema(), Vec::new(), &options);
+    }
+    arrow::compute::filter_record_batch(batch, hits)
 }
 
 /// The live rows of one fragment as `plan` selects them, in row-offset order.
@@ -198,6 +248,11 @@ pub(crate) async fn read_fragment(store: &TableStore, fragment: &Fragment, plan:
 
 /// Offsets of the live rows of `fragment` for which `test` holds.
 pub(crate) async fn fragment_matches(store: &TableStore, fragment: &Fragment, test: &dyn RowTest) -> Result<RoaringBitmap, ScanError> {
+    if let Some(pruning) = test.pruning() {
+        if pruning.prune(&FragmentPruning::new(std::slice::from_ref(fragment), test.fields())).is_ok_and(|keep| keep == [false]) {
+            return Ok(RoaringBitmap::new());
+        }
+    }
     let file = open_file(store, fragment).await?;
     let (keep, columns) = file.plan_filter(test)?;
     let mut matches = RoaringBitmap::new();

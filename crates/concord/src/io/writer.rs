@@ -10,7 +10,7 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 
 use crate::env::Env;
 use crate::error::WriteError;
-use crate::format::manifest::{DataFile, NewFragment};
+use crate::format::manifest::{ColumnStats, DataFile, NewFragment};
 use crate::format::naming;
 use crate::format::schema::Schema;
 use crate::storage::TableStore;
@@ -76,21 +76,21 @@ impl<'a> FragmentWriter<'a> {
     async fn flush(&mut self) -> Result<(), WriteError> {
         let batches = std::mem::take(&mut self.pending);
         let rows = std::mem::take(&mut self.pending_rows) as u64;
-        let (bytes, fields) = encode(self.schema, &batches)?;
+        let (bytes, fields, stats) = encode(self.schema, &batches)?;
         let path = naming::data_file_name(self.env.new_uuid());
         let size_bytes = bytes.len() as u64;
         self.store.put_new(&path, Bytes::from(bytes)).await?;
-        self.written.push(NewFragment { files: vec![DataFile { path, fields, size_bytes }], rows });
+        self.written.push(NewFragment { files: vec![DataFile { path, fields, size_bytes, stats }], rows });
         Ok(())
     }
 }
 
-/// One data file holding `batches`, and the field ids of its columns.
+/// One data file holding `batches`, the field ids of its columns, and their statistics.
 ///
 /// A nullable column without a default that is NULL in every row is not written: it
 /// reads back as NULL all the same, and a write that carries no values for a column
 /// does not conflict with a concurrent drop of it.
-fn encode(schema: &Schema, batches: &[RecordBatch]) -> Result<(Vec<u8>, Vec<u32>), WriteError> {
+fn encode(schema: &Schema, batches: &[RecordBatch]) -> Result<(Vec<u8>, Vec<u32>, Vec<ColumnStats>), WriteError> {
     let mut keep: Vec<usize> = (0..schema.fields.len())
         .filter(|&i| {
             let f = &schema.fields[i];
@@ -112,5 +112,6 @@ fn encode(schema: &Schema, batches: &[RecordBatch]) -> Result<(Vec<u8>, Vec<u32>
         writer.write(&batch).map_err(WriteError::encode)?;
     }
     let fields = keep.iter().map(|&i| schema.fields[i].id).collect();
-    Ok((writer.into_inner().map_err(WriteError::encode)?, fields))
+    let stats = super::stats::file_stats(&schema.fields, &keep, batches);
+    Ok((writer.into_inner().map_err(WriteError::encode)?, fields, stats))
 }

@@ -195,6 +195,11 @@ impl Table {
         self.manifest.live_rows()
     }
 
+    /// The table's store (for the SQL provider, which reads this version's fragments).
+    pub(crate) fn store(&self) -> &Arc<TableStore> {
+        &self.store
+    }
+
     fn with_manifest(&self, manifest: Arc<Manifest>) -> Table {
         Table { store: self.store.clone(), env: self.env.clone(), manifest, queue: self.queue.clone(), group_commit: self.group_commit }
     }

@@ -15,7 +15,7 @@ use crate::error::{OpenError, ScanError};
 use crate::format::manifest::{Fragment, Manifest};
 use crate::format::schema::Field;
 use crate::io::predicate;
-use crate::io::scan::{scan_fragments, ScanMetrics, ScanPlan};
+use crate::io::scan::{prune, scan_fragments, ScanMetrics, ScanPlan};
 
 /// What a scan reads.
 #[derive(Debug, Clone, Default)]
@@ -171,6 +171,17 @@ impl Table {
 
     /// Reads rows of this version (columns, filter and limit as `options` say), as a stream.
     pub async fn scan(&self, options: ScanOptions) -> Result<TableScan, ScanError> {
+        self.scan_of(None, options).await
+    }
+
+    /// Reads rows of some of this version's fragments (from [`Table::fragments`]) as
+    /// [`Table::scan`] reads all of them: so that workers each read their share.
+    pub async fn scan_fragments(&self, fragments: Vec<Fragment>, options: ScanOptions) -> Result<TableScan, ScanError> {
+        self.scan_of(Some(fragments), options).await
+    }
+
+    /// [`Table::scan`] of `fragments`, or of all of this version's.
+    async fn scan_of(&self, fragments: Option<Vec<Fragment>>, options: ScanOptions) -> Result<TableScan, ScanError> {
         let schema = self.schema();
         let fields: Vec<Field> = match &options.columns {
             None => schema.fields.clone(),
@@ -183,7 +194,11 @@ impl Table {
         let predicate = options.filter.as_deref().map(|sql| predicate::compile(sql, schema, now)).transpose()?;
         let plan = Arc::new(ScanPlan { fields, output: output.clone(), predicate });
         let metrics = Arc::new(Mutex::new(ScanMetrics::default()));
-        let fragments = self.fragments().await?;
+        let fragments = match fragments {
+            Some(fragments) => fragments,
+            None => self.fragments().await?,
+        };
+        let fragments = prune(fragments, &plan, &metrics);
         let stream = scan_fragments(self.store.clone(), fragments, plan, metrics.clone());
         let stream = match options.limit {
             None => stream,
@@ -192,14 +207,31 @@ impl Table {
         Ok(TableScan { schema: output, stream, metrics })
     }
 
-    /// Rows matching `filter` (all live rows without one; then no data is read).
+    /// Rows matching `filter` (all live rows without one; then no data is read). The
+    /// fragments its statistics do not rule out are counted in parallel, one task each.
     pub async fn count(&self, filter: Option<&str>) -> Result<u64, ScanError> {
         let Some(filter) = filter else { return Ok(self.row_count()) };
-        let options = ScanOptions { columns: Some(Vec::new()), filter: Some(filter.to_string()), limit: None };
-        let mut stream = self.scan(options).await?.into_stream();
+        let predicate = predicate::compile(filter, self.schema(), self.env.clock.now())?;
+        let plan = Arc::new(ScanPlan { fields: Vec::new(), output: Arc::new(arrow::datatypes::Schema::empty()), predicate: Some(predicate) });
+        let metrics = Arc::new(Mutex::new(ScanMetrics::default()));
+        let fragments = prune(self.fragments().await?, &plan, &metrics);
+        let tasks = fragments.into_iter().map(|fragment| {
+            let (store, plan, metrics) = (self.store.clone(), plan.clone(), metrics.clone());
+            tokio::spawn(async move {
+                let mut rows = 0u64;
+                let mut stream = scan_fragments(store, vec![fragment], plan, metrics);
+                while let Some(batch) = stream.try_next().await? {
+                    rows += batch.num_rows() as u64;
+                }
+                Ok::<u64, ScanError>(rows)
+            })
+        });
+        let parallel = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let mut counts = futures::stream::iter(tasks).buffer_unordered(parallel);
         let mut rows = 0u64;
-        while let Some(batch) = stream.try_next().await? {
-            rows += batch.num_rows() as u64;
+        while let Some(count) = counts.next().await {
+            // A panic in a task is a bug, not a data problem: pass it on.
+            rows += count.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))?;
         }
         Ok(rows)
     }

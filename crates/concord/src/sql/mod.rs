@@ -1,0 +1,150 @@
+//! SQL over Concord tables, with DataFusion: each registered table is one version
+//! (a [`SqlTableProvider`]), so a query sees exactly that version, never part of a
+//! commit, and never a deleted row.
+
+mod error;
+mod exec;
+mod provider;
+mod stats;
+
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::SchemaRef;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::common::TableReference;
+use futures::stream::BoxStream;
+use futures::{StreamExt, TryStreamExt};
+
+pub use error::SqlError;
+pub use provider::SqlTableProvider;
+
+use crate::table::Table;
+
+/// Longest table name accepted.
+const MAX_NAME_BYTES: usize = 128;
+
+/// A DataFusion session in which Concord tables (each at one version) are registered
+/// under names, and read-only SQL queries run over them.
+///
+/// ```
+/// use std::sync::Arc;
+/// use concord::arrow::array::{Int64Array, RecordBatch};
+/// use concord::{CommitOptions, Env, Schema, SqlSession, StoreResolver, Table};
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let resolver = StoreResolver::new();
+/// let table = Table::create(resolver.resolve("memory://sql-example/t")?, Env::system(), Schema::parse("id bigint not null")?).await?;
+/// let ids = RecordBatch::try_new(table.schema().arrow_schema(), vec![Arc::new(Int64Array::from(vec![1, 2, 3]))])?;
+/// table.append(ids, &CommitOptions::default()).await?;
+///
+/// let session = SqlSession::new();
+/// session.register("t", &table.latest().await?)?;
+/// session.register("t0", &table.checkout(0).await?)?; // time travel: version 0, empty
+/// let batches = session.query("SELECT count(*) AS n, sum(id) AS total FROM t").await?.collect().await?;
+/// let total = batches[0].column_by_name("total").unwrap().as_any().downcast_ref::<Int64Array>().unwrap().value(0);
+/// assert_eq!(total, 6);
+/// assert!(session.query("INSERT INTO t VALUES (4)").await.is_err(), "queries only");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
+pub struct SqlSession {
+    context: SessionContext,
+}
+
+impl Default for SqlSession {
+    fn default() -> Self {
+        SqlSession::new()
+    }
+}
+
+impl SqlSession {
+    /// A session whose scans use every core (`target_partitions` = available parallelism).
+    pub fn new() -> Self {
+        SqlSession::with_config(SessionConfig::new())
+    }
+
+    /// A session with DataFusion settings of the caller's.
+    pub fn with_config(config: SessionConfig) -> Self {
+        SqlSession { context: SessionContext::new_with_config(config) }
+    }
+
+    /// The DataFusion context, e.g. to register other tables or functions.
+    pub fn context(&self) -> &SessionContext {
+        &self.context
+    }
+
+    /// Registers `table` (at its version) as `name`. Names are SQL identifiers and
+    /// match ignoring case, as unquoted names in queries do.
+    pub fn register(&self, name: &str, table: &Table) -> Result<(), SqlError> {
+        let valid = !name.is_empty()
+            && name.len() <= MAX_NAME_BYTES
+            && name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            return Err(SqlError::BadName { name: name.to_string() });
+        }
+        let key = TableReference::bare(name.to_ascii_lowercase());
+        if self.context.table_exist(key.clone()).unwrap_or(false) {
+            return Err(SqlError::DuplicateName { name: name.to_string() });
+        }
+        self.context.register_table(key, Arc::new(SqlTableProvider::new(table.clone())))?;
+        Ok(())
+    }
+
+    /// Plans `sql` (one read-only statement) and starts running it. Statements that
+    /// would write or change the session are refused before anything runs.
+    pub async fn query(&self, sql: &str) -> Result<SqlStream, SqlError> {
+        crate::io::predicate::check_query_size(sql).map_err(SqlError::TooLarge)?;
+        let plan = self.context.state().create_logical_plan(sql).await?;
+        refuse_changes(&plan)?;
+        let frame = self.context.execute_logical_plan(plan).await?;
+        let stream = frame.execute_stream().await?;
+        Ok(SqlStream { schema: stream.schema(), stream })
+    }
+}
+
+/// Refuses a plan that would change a table, the catalog or the session.
+fn refuse_changes(plan: &LogicalPlan) -> Result<(), SqlError> {
+    let mut refused = None;
+    plan.apply_with_subqueries(|node| {
+        refused = match node {
+            LogicalPlan::Ddl(ddl) => Some(("a data definition", ddl.name().to_string())),
+            LogicalPlan::Dml(dml) => Some(("a data modification", dml.op.to_string())),
+            LogicalPlan::Copy(_) => Some(("a data modification", "COPY".to_string())),
+            LogicalPlan::Statement(statement) => Some(("a session statement", statement.name().to_string())),
+            _ => None,
+        };
+        Ok(if refused.is_some() { TreeNodeRecursion::Stop } else { TreeNodeRecursion::Continue })
+    })?;
+    match refused {
+        Some((kind, name)) => Err(SqlError::NotAQuery { kind, name }),
+        None => Ok(()),
+    }
+}
+
+/// A running query: its schema and its batches, as they are computed.
+pub struct SqlStream {
+    schema: SchemaRef,
+    stream: SendableRecordBatchStream,
+}
+
+impl SqlStream {
+    /// The schema of its batches.
+    pub fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    /// Its batches, as they are computed.
+    pub fn into_stream(self) -> BoxStream<'static, Result<RecordBatch, SqlError>> {
+        self.stream.map_err(SqlError::from).boxed()
+    }
+
+    /// All its batches.
+    pub async fn collect(self) -> Result<Vec<RecordBatch>, SqlError> {
+        self.into_stream().try_collect().await
+    }
+}

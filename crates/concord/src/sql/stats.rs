@@ -1,0 +1,115 @@
+//! DataFusion statistics of a scan, from the manifest alone: live row counts, and per
+//! column bounds and NULL counts from the fragments' statistics.
+//!
+//! Invariant: a figure is `Exact` only if it holds for exactly the rows the scan
+//! returns: no filter, no limit, and (for bounds and NULL counts, which are over
+//! physical rows) no deleted row in any fragment.
+
+use datafusion::common::stats::Precision;
+use datafusion::common::{ColumnStatistics, ScalarValue, Statistics};
+
+use crate::format::manifest::Fragment;
+use crate::format::schema::Field;
+use crate::io::stats::summary;
+
+/// Statistics of the rows of `fragments` (columns `fields`); `narrowed` when a filter
+/// or limit may return fewer rows.
+pub(crate) fn of_fragments(fragments: &[Fragment], fields: &[Field], narrowed: bool) -> Statistics {
+    let rows: u64 = fragments.iter().map(Fragment::live_rows).sum();
+    let physical_is_live = fragments.iter().all(|f| f.deletion.is_none());
+    let column_statistics = fields.iter().map(|field| column(fragments, field, !narrowed && physical_is_live)).collect();
+    let rows = usize::try_from(rows).unwrap_or(usize::MAX);
+    Statistics {
+        num_rows: if narrowed { Precision::Inexact(rows) } else { Precision::Exact(rows) },
+        total_byte_size: Precision::Absent,
+        column_statistics,
+    }
+}
+
+fn column(fragments: &[Fragment], field: &Field, exact: bool) -> ColumnStatistics {
+    let mut nulls = Some(0u64);
+    // Bounds over the fragments with a non-NULL value; unknown if one lacks them.
+    let mut bounds: Option<Option<(ScalarValue, ScalarValue)>> = Some(None);
+    for fragment in fragments {
+        let s = summary(fragment, field);
+        nulls = nulls.zip(s.nulls).map(|(a, b)| a + b);
+        if s.nulls == Some(fragment.physical_rows) {
+            continue;
+        }
+        bounds = match (bounds, s.min, s.max) {
+            (Some(None), Some(lo), Some(hi)) => Some(Some((lo, hi))),
+            (Some(Some((lo, hi))), Some(a), Some(b)) => Some(Some((if a < lo { a } else { lo }, if b > hi { b } else { hi }))),
+            _ => None,
+        };
+    }
+    let precise = |v| if exact { Precision::Exact(v) } else { Precision::Inexact(v) };
+    let mut stats = ColumnStatistics::new_unknown();
+    if let Some(n) = nulls {
+        stats = stats.with_null_count(precise(usize::try_from(n).unwrap_or(usize::MAX)));
+    }
+    if let Some(Some((lo, hi))) = bounds {
+        let precise = |v| if exact { Precision::Exact(v) } else { Precision::Inexact(v) };
+        stats = stats.with_min_value(precise(lo)).with_max_value(precise(hi));
+    }
+    stats
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::manifest::{ColumnStats, DataFile, DeletionRef};
+    use crate::format::schema::{ColumnType, Schema};
+
+    fn fragment(id: u64, rows: u64, min: &str, max: &str, nulls: u64, deleted: u64) -> Fragment {
+        let stats = vec![ColumnStats { field: 0, nulls, min: Some(min.into()), max: Some(max.into()) }];
+        let files = vec![DataFile { path: format!("data/{id}.parquet"), fields: vec![0], size_bytes: 1, stats }];
+        let deletion = (deleted > 0).then(|| DeletionRef { path: format!("_deletions/{id}.bin"), deleted_rows: deleted });
+        Fragment { id, files, physical_rows: rows, deletion }
+    }
+
+    /// `n` (in the files), and `added` later with a default (in none of them).
+    fn fields() -> Vec<Field> {
+        let n = Schema::parse("n bigint").unwrap().fields.remove(0);
+        let added = Field { id: 1, name: "added".into(), column_type: ColumnType::Varchar, nullable: true, default: Some("x".into()) };
+        vec![n, added]
+    }
+
+    #[test]
+    fn exact_only_for_exactly_the_rows_returned() {
+        let fragments = [fragment(0, 10, "-5", "7", 2, 0), fragment(1, 20, "3", "40", 0, 0)];
+        let s = of_fragments(&fragments, &fields(), false);
+        assert_eq!(s.num_rows, Precision::Exact(30));
+        let n = &s.column_statistics[0];
+        assert_eq!((n.min_value.clone(), n.max_value.clone()), (Precision::Exact(ScalarValue::Int64(Some(-5))), Precision::Exact(ScalarValue::Int64(Some(40)))));
+        assert_eq!(n.null_count, Precision::Exact(2));
+        // A column the files lack holds its default in every row.
+        let added = &s.column_statistics[1];
+        assert_eq!((added.min_value.clone(), added.null_count.clone()), (Precision::Exact(ScalarValue::Utf8(Some("x".into()))), Precision::Exact(0)));
+
+        // A filter or a limit: every figure an estimate.
+        let s = of_fragments(&fragments, &fields(), true);
+        assert_eq!(s.num_rows, Precision::Inexact(30));
+        assert_eq!(s.column_statistics[0].max_value, Precision::Inexact(ScalarValue::Int64(Some(40))));
+
+        // Deleted rows: the count stays exact (live rows), bounds are over physical rows.
+        let s = of_fragments(&[fragment(0, 10, "-5", "7", 2, 4)], &fields(), false);
+        assert_eq!(s.num_rows, Precision::Exact(6));
+        assert_eq!(s.column_statistics[0].min_value, Precision::Inexact(ScalarValue::Int64(Some(-5))));
+    }
+
+    #[test]
+    fn unknown_where_a_fragment_lacks_statistics() {
+        let mut old = fragment(1, 5, "0", "1", 0, 0);
+        old.files[0].stats.clear(); // written before statistics existed
+        let s = of_fragments(&[fragment(0, 10, "-5", "7", 0, 0), old], &fields(), false);
+        assert_eq!(s.num_rows, Precision::Exact(15));
+        let n = &s.column_statistics[0];
+        assert_eq!((n.min_value.clone(), n.null_count.clone()), (Precision::Absent, Precision::Absent));
+        // A fragment of NULLs only adds no bounds.
+        let mut nulls = fragment(1, 3, "0", "0", 3, 0);
+        (nulls.files[0].stats[0].min, nulls.files[0].stats[0].max) = (None, None);
+        let s = of_fragments(&[fragment(0, 10, "-5", "7", 0, 0), nulls], &fields(), false);
+        assert_eq!(s.column_statistics[0].max_value, Precision::Exact(ScalarValue::Int64(Some(7))));
+        assert_eq!(s.column_statistics[0].null_count, Precision::Exact(3));
+    }
+}
