@@ -1,0 +1,160 @@
+//! Arguments from Python to the library's types, with the CLI's rules and messages.
+
+use std::time::Duration;
+
+use arrow::datatypes::{DataType, Schema as ArrowSchema};
+use chrono::{DateTime, Utc};
+use concord::{CommitOptions, IsolationLevel, RetryPolicy, Schema, StoreResolver};
+
+use crate::errors::Error;
+
+/// Longest duration accepted (longer ones are surely a mistake, and overflow clocks).
+const MAX_DURATION_DAYS: f64 = 100_000.0;
+
+/// How a write commits: the CLI's `--isolation`, `--expect-version`,
+/// `--idempotency-key`, `--max-retries` and `--timeout` (here in seconds).
+pub(crate) fn commit_options(
+    isolation: Option<&str>,
+    expect_version: Option<u64>,
+    idempotency_key: Option<String>,
+    max_retries: Option<u32>,
+    timeout: Option<f64>,
+) -> Result<CommitOptions, Error> {
+    let isolation = isolation.map(parse_isolation).transpose()?;
+    let mut retry = RetryPolicy::default();
+    if let Some(n) = max_retries {
+        retry.max_attempts = n.saturating_add(1);
+    }
+    if let Some(seconds) = timeout {
+        retry.timeout = seconds_to_duration("timeout", seconds)?;
+    }
+    Ok(CommitOptions { isolation, expect_version, retry, idempotency_key })
+}
+
+pub(crate) fn parse_isolation(s: &str) -> Result<IsolationLevel, Error> {
+    IsolationLevel::parse(s).ok_or_else(|| Error::Usage(format!("'{s}' is not an isolation level; use serializable or snapshot")))
+}
+
+/// A number of seconds as a duration: finite, not negative, at most 100,000 days.
+pub(crate) fn seconds_to_duration(what: &str, seconds: f64) -> Result<Duration, Error> {
+    if !seconds.is_finite() || seconds < 0.0 {
+        return Err(Error::Usage(format!("{what} must be a number of seconds, 0 or more (got {seconds})")));
+    }
+    if seconds > MAX_DURATION_DAYS * 86400.0 {
+        return Err(Error::Usage(format!("{what} of {seconds} s is longer than the {MAX_DURATION_DAYS} days a duration may be")));
+    }
+    Duration::try_from_secs_f64(seconds).map_err(|e| Error::Usage(format!("{what} of {seconds} s is not a usable duration ({e})")))
+}
+
+/// `500ms`, `30s`, `5m`, `1h`, `7d`, `1.5h`: a non-negative number and a unit (the CLI's
+/// durations, same messages).
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, Error> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len());
+    let (number, unit) = s.split_at(split);
+    let value: f64 = number.parse().map_err(|_| Error::Usage(format!("'{s}' is not a duration such as 500ms, 30s, 5m, 1h or 7d")))?;
+    let seconds = match unit {
+        "ms" => value / 1000.0,
+        "s" => value,
+        "m" => value * 60.0,
+        "h" => value * 3600.0,
+        "d" => value * 86400.0,
+        "" => return Err(Error::Usage(format!("'{s}' has no unit; write it with one: {s}s, {s}m, {s}h or {s}d"))),
+        _ => return Err(Error::Usage(format!("'{s}': unknown unit '{unit}'; use ms, s, m, h or d"))),
+    };
+    if !seconds.is_finite() || seconds > MAX_DURATION_DAYS * 86400.0 {
+        return Err(Error::Usage(format!("'{s}' is longer than the {MAX_DURATION_DAYS} days a duration may be")));
+    }
+    Duration::try_from_secs_f64(seconds).map_err(|e| Error::Usage(format!("'{s}' is not a usable duration ({e})")))
+}
+
+/// An RFC 3339 time (the CLI's `--as-of`).
+pub(crate) fn parse_time(s: &str) -> Result<DateTime<Utc>, Error> {
+    DateTime::parse_from_rfc3339(s)
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|e| Error::Usage(format!("'{s}' is not an RFC 3339 time such as 2026-01-02T03:04:05Z ({e})")))
+}
+
+/// Store settings from the environment, as the CLI reads them: object_store's names.
+fn ambient_options() -> Vec<(String, String)> {
+    std::env::vars().filter(|(k, _)| ["AWS_", "AZURE_", "GOOGLE_"].iter().any(|p| k.starts_with(p))).collect()
+}
+
+/// Where a table is: its URI and the settings to reach it (kept so that a worker
+/// process, or a child forked from this one, can reach it again).
+#[derive(Debug, Clone)]
+pub(crate) struct Origin {
+    pub(crate) uri: String,
+    /// Explicit settings (the CLI's `--storage-option`).
+    pub(crate) options: Vec<(String, String)>,
+    /// `dynamodb://<table>` (the CLI's `--commit-coordinator`); the environment's
+    /// `CONCORD_COMMIT_COORDINATOR` when not given.
+    pub(crate) coordinator: Option<String>,
+}
+
+/// `memory://` tables live as long as the process, shared by every handle that names
+/// them (one resolver holds the named in-memory stores).
+static MEMORY: std::sync::OnceLock<StoreResolver> = std::sync::OnceLock::new();
+
+impl Origin {
+    fn resolver(&self) -> StoreResolver {
+        let coordinator = self.coordinator.clone().or_else(|| std::env::var("CONCORD_COMMIT_COORDINATOR").ok());
+        StoreResolver::new().with_ambient_options(ambient_options()).with_options(self.options.clone()).with_commit_coordinator(coordinator)
+    }
+
+    /// The settings the resolver uses, the environment's first (for the coordinator's
+    /// table, as the CLI's `coordinator create-table`).
+    pub(crate) fn settings(&self) -> Vec<(String, String)> {
+        self.resolver().options()
+    }
+
+    pub(crate) fn location(&self) -> Result<concord::TableLocation, Error> {
+        // Resolved with the settings first, so that settings that do not apply are refused.
+        let location = self.resolver().resolve(&self.uri)?;
+        if location.kind() == concord::StoreKind::Memory {
+            return Ok(MEMORY.get_or_init(StoreResolver::new).resolve(&self.uri)?);
+        }
+        Ok(location)
+    }
+}
+
+/// The Concord column type holding values of an Arrow type, for a schema given as a
+/// pyarrow.Schema.
+fn column_type(t: &DataType) -> Option<&'static str> {
+    Some(match t {
+        DataType::Boolean => "boolean",
+        DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::UInt8 | DataType::UInt16 => "int",
+        DataType::Int64 | DataType::UInt32 => "bigint",
+        DataType::Float16 | DataType::Float32 => "float",
+        DataType::Float64 => "double",
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "varchar",
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView | DataType::FixedSizeBinary(_) => "binary",
+        DataType::Date32 | DataType::Date64 => "date",
+        DataType::Timestamp(..) => "timestamp",
+        DataType::Dictionary(_, values) => return column_type(values),
+        _ => return None,
+    })
+}
+
+/// A table schema from an Arrow schema: each field's type mapped to the Concord type
+/// that holds its values, `not null` for non-nullable fields; then parsed and checked
+/// as the string form is.
+pub(crate) fn schema_from_arrow(schema: &ArrowSchema) -> Result<Schema, Error> {
+    let mut parts = Vec::with_capacity(schema.fields().len());
+    for field in schema.fields() {
+        let name = field.name();
+        if name.is_empty() || name.contains(|c: char| c.is_whitespace() || c == ',' || c == '"') {
+            return Err(Error::Usage(format!(
+                "column name '{name}' cannot be a Concord column name; use letters, digits and '_'"
+            )));
+        }
+        let Some(sql) = column_type(field.data_type()) else {
+            return Err(Error::Usage(format!(
+                "column '{name}' has Arrow type {}, which no Concord column type holds; supported types: boolean, int, bigint, float, double, varchar, binary, date, timestamp",
+                field.data_type()
+            )));
+        };
+        parts.push(format!("{name} {sql}{}", if field.is_nullable() { "" } else { " not null" }));
+    }
+    Ok(Schema::parse(&parts.join(", "))?)
+}

@@ -1,0 +1,842 @@
+//! The table handle and the module's functions. Each call converts its arguments, runs
+//! the library's operation on the runtime with the GIL released, and converts the
+//! result; the Python API around them is python/concord/_table.py.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use arrow::ffi_stream::ArrowArrayStreamReader;
+use concord::{Assignment, CommitInfo, CommitOptions, Env, Fragment, PreparedTransaction, ScanOptions, Schema, SqlSession, Table, WriteError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString};
+
+use crate::arrow_ffi::{import_schema, import_stream, input_stream, pump, ArrowSchemaExport, ArrowStreamExport, BatchIterator};
+use crate::errors::Error;
+use crate::options::{commit_options, parse_time, schema_from_arrow, Origin};
+use crate::runtime::{guard, run};
+
+/// A write or schema change, prepared and committed the same way for all (as the
+/// CLI's `WriteOp`).
+enum Op {
+    Append(ArrowArrayStreamReader),
+    Overwrite(ArrowArrayStreamReader, Option<String>),
+    Restore(u64),
+    Delete(String),
+    Update(Vec<Assignment>, Option<String>),
+    Merge(ArrowArrayStreamReader, Vec<String>),
+    AddColumn(String),
+    DropColumn(String),
+    RenameColumn(String, String),
+    SetProperties(BTreeMap<String, String>, Vec<String>),
+    Compact(u64),
+}
+
+fn no_progress(_: usize, _: usize) {}
+
+impl Op {
+    /// Prepare and commit. Runs on the runtime (the input stream starts its reader there).
+    async fn run(self, table: &Table, options: &CommitOptions) -> Result<CommitInfo, WriteError> {
+        match self {
+            Op::Append(data) => table.append(input_stream(data), options).await,
+            Op::Overwrite(data, filter) => table.overwrite(input_stream(data), filter.as_deref(), options).await,
+            Op::Restore(version) => table.restore(version, options).await,
+            Op::Delete(sql) => table.delete(&sql, options).await,
+            Op::Update(set, sql) => table.update(&set, sql.as_deref(), options).await,
+            Op::Merge(data, keys) => table.merge(input_stream(data), &keys, options).await,
+            Op::AddColumn(definition) => table.add_column(&definition, options).await,
+            Op::DropColumn(name) => table.drop_column(&name, options).await,
+            Op::RenameColumn(from, to) => table.rename_column(&from, &to, options).await,
+            Op::SetProperties(set, unset) => table.set_properties(&set, &unset, options).await,
+            Op::Compact(target) => table.compact(target, options, &no_progress).await,
+        }
+    }
+
+    /// Prepare only (for staging).
+    async fn prepare(self, table: &Table) -> Result<PreparedTransaction, WriteError> {
+        match self {
+            Op::Append(data) => table.prepare_append(input_stream(data)).await,
+            Op::Overwrite(data, filter) => table.prepare_overwrite(input_stream(data), filter.as_deref()).await,
+            Op::Restore(version) => table.prepare_restore(version).await,
+            Op::Delete(sql) => table.prepare_delete(&sql).await,
+            Op::Update(set, sql) => table.prepare_update(&set, sql.as_deref()).await,
+            Op::Merge(data, keys) => table.prepare_merge(input_stream(data), &keys).await,
+            Op::AddColumn(definition) => table.prepare_add_column(&definition).await,
+            Op::DropColumn(name) => table.prepare_drop_column(&name).await,
+            Op::RenameColumn(from, to) => table.prepare_rename_column(&from, &to).await,
+            Op::SetProperties(set, unset) => table.prepare_set_properties(&set, &unset).await,
+            Op::Compact(target) => table.prepare_compact(target, &no_progress).await,
+        }
+    }
+}
+
+/// A commit's outcome as a dict (python/concord/_table.py makes it a `CommitInfo`).
+fn commit_info<'py>(py: Python<'py>, info: &CommitInfo) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("version", info.version)?;
+    d.set_item("operation", &info.operation)?;
+    d.set_item("attempts", info.attempts)?;
+    d.set_item("rows_written", info.rows_written)?;
+    d.set_item("rows_deleted", info.rows_deleted)?;
+    d.set_item("transaction_id", info.transaction_id.to_string())?;
+    d.set_item("rebased_over", PyList::new(py, &info.rebased_over)?)?;
+    d.set_item("rerun", info.rerun)?;
+    d.set_item("idempotent_replay", info.idempotent_replay)?;
+    d.set_item("abandoned", &info.abandoned)?;
+    Ok(d)
+}
+
+/// The handle's table, and the process it belongs to.
+struct State {
+    pid: u32,
+    table: Table,
+}
+
+/// A table handle: reads one version (moved by writes and `refresh`), commits on top
+/// of the latest. Safe to share between threads: each call works on a clone of the
+/// table (clones share the handle's caches and its group commit).
+#[pyclass(module = "concord._concord", frozen)]
+pub(crate) struct NativeTable {
+    origin: Origin,
+    state: Mutex<State>,
+}
+
+impl NativeTable {
+    fn new(origin: Origin, table: Table) -> Self {
+        NativeTable { origin, state: Mutex::new(State { pid: std::process::id(), table }) }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The table to work on. In a child forked from the process that opened the
+    /// handle, the handle's version is opened again: the parent's connections and
+    /// random state must not be shared with it.
+    fn current(&self, py: Python<'_>) -> Result<Table, Error> {
+        let (pid, table) = {
+            let state = self.state();
+            (state.pid, state.table.clone())
+        };
+        let here = std::process::id();
+        if pid == here {
+            return Ok(table);
+        }
+        let origin = self.origin.clone();
+        let version = table.version();
+        let reopened = run(py, async move { Ok(Table::open_version(origin.location()?, Env::system(), version).await?) })?;
+        let mut state = self.state();
+        if state.pid != here {
+            *state = State { pid: here, table: reopened.clone() };
+        }
+        Ok(reopened)
+    }
+
+    /// Moves the handle to `table`'s version if that is not older than its own.
+    fn advance(&self, table: Table) {
+        let mut state = self.state();
+        if state.pid == std::process::id() && table.version() >= state.table.version() {
+            state.table = table;
+        }
+    }
+
+    fn write(&self, py: Python<'_>, op: Op, options: CommitOptions) -> PyResult<Py<PyDict>> {
+        let table = self.current(py)?;
+        let (info, newest) = run(py, async move {
+            let info = op.run(&table, &options).await?;
+            Ok((info, table.newest_known()))
+        })?;
+        self.advance(newest);
+        Ok(commit_info(py, &info)?.unbind())
+    }
+
+    fn stage_op(&self, py: Python<'_>, op: Op, options: CommitOptions) -> PyResult<String> {
+        let table = self.current(py)?;
+        let id = run(py, async move {
+            let txn = op.prepare(&table).await?;
+            Ok(table.stage(&txn, &options).await?)
+        })?;
+        Ok(id.to_string())
+    }
+
+    /// The table at `version` or `as_of` (RFC 3339), or the handle's version.
+    async fn at(table: Table, version: Option<u64>, as_of: Option<String>) -> Result<Table, Error> {
+        match (version, as_of) {
+            (Some(_), Some(_)) => Err(Error::Usage("give version or as_of, not both".into())),
+            (Some(v), None) => Ok(table.checkout(v).await?),
+            (None, Some(t)) => Ok(table.checkout_as_of(parse_time(&t)?).await?),
+            (None, None) => Ok(table),
+        }
+    }
+}
+
+fn scan_options(columns: Option<Vec<String>>, filter: Option<String>, limit: Option<usize>) -> ScanOptions {
+    ScanOptions { columns, filter, limit }
+}
+
+fn reader(data: &Bound<'_, PyAny>) -> PyResult<ArrowArrayStreamReader> {
+    import_stream(data)
+}
+
+/// The write options every write takes.
+macro_rules! options {
+    ($isolation:expr, $expect:expr, $key:expr, $retries:expr, $timeout:expr) => {
+        commit_options($isolation.as_deref(), $expect, $key, $retries, $timeout)?
+    };
+}
+
+#[pymethods]
+impl NativeTable {
+    /// The table's URI, as given.
+    #[getter]
+    fn uri(&self) -> String {
+        self.origin.uri.clone()
+    }
+
+    /// The version this handle reads.
+    #[getter]
+    fn version(&self) -> u64 {
+        self.state().table.version()
+    }
+
+    /// The schema of that version (an object with `__arrow_c_schema__`).
+    fn schema(&self) -> PyResult<ArrowSchemaExport> {
+        guard(|| Ok(ArrowSchemaExport::new(self.state().table.schema().arrow_schema())))
+    }
+
+    /// The schema of that version in Concord's string form.
+    fn schema_definition(&self) -> String {
+        self.state().table.schema().definition()
+    }
+
+    /// The table properties of that version (e.g. `isolation`).
+    fn properties(&self) -> BTreeMap<String, String> {
+        self.state().table.manifest().properties.clone()
+    }
+
+    /// The explicit store settings and coordinator the handle was opened with.
+    fn origin(&self) -> (String, Vec<(String, String)>, Option<String>) {
+        (self.origin.uri.clone(), self.origin.options.clone(), self.origin.coordinator.clone())
+    }
+
+    /// Moves the handle to the latest version.
+    fn refresh(&self, py: Python<'_>) -> PyResult<u64> {
+        guard(|| {
+            let table = self.current(py)?;
+            let latest = run(py, async move { Ok(table.latest().await?) })?;
+            let version = latest.version();
+            self.advance(latest);
+            Ok(version)
+        })
+    }
+
+    #[pyo3(signature = (data, isolation=None, expect_version=None, idempotency_key=None, max_retries=None, timeout=None))]
+    fn append(
+        &self,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        isolation: Option<String>,
+        expect_version: Option<u64>,
+        idempotency_key: Option<String>,
+        max_retries: Option<u32>,
+        timeout: Option<f64>,
+    ) -> PyResult<Py<PyDict>> {
+        guard(|| {
+            let options = options!(isolation, expect_version, idempotency_key, max_retries, timeout);
+            self.write(py, Op::Append(reader(data)?), options)
+        })
+    }
+
+    #[pyo3(signature = (data, filter=None, isolation=None, expect_version=None, idempotency_key=None, max_retries=None, timeout=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn overwrite(
+        &self,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        filter: Option<String>,
+        isolation: Option<String>,
+        expect_version: Option<u64>,
+        idempotency_key: Option<String>,
+        max_retries: Option<u32>,
+        timeout: Option<f64>,
+    ) -> PyResult<Py<PyDict>> {
+        guard(|| {
+            let options = options!(isolation, expect_version, idempotency_key, max_retries, timeout);
+            self.write(py, Op::Overwrite(reader(data)?, filter), options)
+        })
+    }
+
+    #[pyo3(signature = (filter, isolation=None, expect_version=None, idempotency_key=None, max_retries=None, timeout=None))]
+    fn delete(
+        &self,
+        py: Python<'_>,
+        filter: String,
+        isolation: Option<String>,
+        expect_version: Option<u64>,
+        idempotency_key: Option<String>,
+        max_retries: Option<u32>,
+        timeout: Option<f64>,
+    ) -> PyResult<Py<PyDict>> {
+        guard(|| {
+            let options = options!(isolation, expect_version, idempotency_key, max_retries, timeout);
+            self.write(py, Op::Delete(filter), options)
+        })
+    }
+
+    #[pyo3(signature = (set, filter=None, isolation=None, expect_version=None, idempotency_key=None, max_retries=None, timeout=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn update(
+        &self,
+        py: Python<'_>,
+        set: Vec<(String, String)>,
+        filter: Option<String>,
+        isolation: Option<String>,
+        expect_version: Option<u64>,
+        idempotency_key: Option<String>,
+        max_retries: Option<u32>,
+        timeout: Option<f64>,
+    ) -> PyResult<Py<PyDict>> {
+        guard(|| {
+            let options = options!(isolation, expect_version, idempotency_key, max_retries, timeout);
+            self.write(py, Op::Update(assignments(set), filter), options)
+        })
+    }
+
+    #[pyo3(signature = (data, on, isolation=None, expect_version=None, idempotency_key=None, max_retries=None, timeout=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn merge(
+        &self,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        on: Vec<String>,
+        isolation: Option<String>,
+        expect_version: Option<u64>,
+        idempotency_key: Option<String>,
+        max_retries: Option<u32>,
+        timeout: Option<f64>,
+    ) -> PyResult<Py<PyDict>> {
+        guard(|| {
+            let options = options!(isolation, expect_version, idempotency_key, max_retries, timeout);
+            self.write(py, Op::Merge(reader(data)?, on), options)
+        })
+    }
+
+    #[pyo3(signature = (version, isolation=None, expect_version=None, idempotency_key=None, max_retries=None, timeout=None))]
+    fn restore(
+        &self,
+        py: Python<'_>,
+        version: u64,
+        isolation: Option<String>,
+        expect_version: Option<u64>,
+        idempotency_key: Option<String>,
+        max_retries: Option<u32>,
+        timeout: Option<f64>,
+    ) -> PyResult<Py<PyDict>> {
+        guard(|| {
+            let options = options!(isolation, expect_version, idempotency_key, max_retries, timeout);
+            self.write(py, Op::Restore(version), options)
+        })
+    }
+
+    #[pyo3(signature = (definition, isolation=None, expect_version=None, idempotency_key=None, max_retries=None, timeout=None))]
+    fn add_column(
+        &self,
+        py: Python<'_>,
+        definition: String,
+        isolation: Option<String>,
+        expect_version: Option<u64>,
+        idempotency_key: Option<String>,
+        max_retries: Option<u32>,
+        timeout: Option<f64>,
+    ) -> PyResult<Py<PyDict>> {
+        guard(|| {
+            let options = options!(isolation, expect_version, idempotency_key, max_retries, timeout);
+            self.write(py, Op::AddColumn(definition), options)
+        })
+    }
+
+    #[pyo3(signature = (name, isolation=None, expect_version=None, idempotency_key=None, max_retries=None, timeout=None))]
+    fn drop_column(
+        &self,
+        py: Python<'_>,
+        name: String,
+        isolation: Option<String>,
+        expect_version: Option<u64>,
+        idempotency_key: Option<String>,
+        max_retries: Option<u32>,
+        timeout: Option<f64>,
+    ) -> PyResult<Py<PyDict>> {
+        guard(|| {
+            let options = options!(isolation, expect_version, idempotency_key, max_retries, timeout);
+            self.write(py, Op::DropColumn(name), options)
+        })
+    }
+
+    #[pyo3(signature = (old, new, isolation=None, expect_version=None, idempotency_key=None, max_retries=None, timeout=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn rename_column(
+        &self,
+        py: Python<'_>,
+        old: String,
+        new: String,
+        isolation: Option<String>,
+        expect_version: Option<u64>,
+        idempotency_key: Option<String>,
+        max_retries: Option<u32>,
+        timeout: Option<f64>,
+    ) -> PyResult<Py<PyDict>> {
+        guard(|| {
+            let options = options!(isolation, expect_version, idempotency_key, max_retries, timeout);
+            self.write(py, Op::RenameColumn(old, new), options)
+        })
+    }
+
+    #[pyo3(signature = (set, unset, isolation=None, expect_version=None, idempotency_key=None, max_retries=None, timeout=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn set_properties(
+        &self,
+        py: Python<'_>,
+        set: BTreeMap<String, String>,
+        unset: Vec<String>,
+        isolation: Option<String>,
+        expect_version: Option<u64>,
+        idempotency_key: Option<String>,
+        max_retries: Option<u32>,
+        timeout: Option<f64>,
+    ) -> PyResult<Py<PyDict>> {
+        guard(|| {
+            let options = options!(isolation, expect_version, idempotency_key, max_retries, timeout);
+            self.write(py, Op::SetProperties(set, unset), options)
+        })
+    }
+
+    #[pyo3(signature = (target_rows, isolation=None, expect_version=None, idempotency_key=None, max_retries=None, timeout=None))]
+    fn compact(
+        &self,
+        py: Python<'_>,
+        target_rows: u64,
+        isolation: Option<String>,
+        expect_version: Option<u64>,
+        idempotency_key: Option<String>,
+        max_retries: Option<u32>,
+        timeout: Option<f64>,
+    ) -> PyResult<Py<PyDict>> {
+        guard(|| {
+            let options = options!(isolation, expect_version, idempotency_key, max_retries, timeout);
+            self.write(py, Op::Compact(target_rows), options)
+        })
+    }
+
+    /// Prepares a write (`kind` and its arguments as the write's) and records it as a
+    /// staged transaction; returns its id.
+    #[pyo3(signature = (kind, args, isolation=None, expect_version=None, idempotency_key=None))]
+    fn stage(
+        &self,
+        py: Python<'_>,
+        kind: &str,
+        args: &Bound<'_, PyDict>,
+        isolation: Option<String>,
+        expect_version: Option<u64>,
+        idempotency_key: Option<String>,
+    ) -> PyResult<String> {
+        guard(|| {
+            let options = options!(isolation, expect_version, idempotency_key, None, None);
+            let get = |name: &str| -> PyResult<Bound<'_, PyAny>> {
+                args.get_item(name)?.ok_or_else(|| Error::Internal(format!("stage({kind}): missing argument {name}")).into())
+            };
+            let opt_str = |name: &str| -> PyResult<Option<String>> {
+                match args.get_item(name)? {
+                    None => Ok(None),
+                    Some(v) if v.is_none() => Ok(None),
+                    Some(v) => Ok(Some(v.extract()?)),
+                }
+            };
+            let op = match kind {
+                "append" => Op::Append(reader(&get("data")?)?),
+                "overwrite" => Op::Overwrite(reader(&get("data")?)?, opt_str("where")?),
+                "delete" => Op::Delete(get("where")?.extract()?),
+                "update" => Op::Update(assignments(get("set")?.extract()?), opt_str("where")?),
+                "merge" => Op::Merge(reader(&get("data")?)?, get("on")?.extract()?),
+                "restore" => Op::Restore(get("version")?.extract()?),
+                "add_column" => Op::AddColumn(get("definition")?.extract()?),
+                "drop_column" => Op::DropColumn(get("name")?.extract()?),
+                "rename_column" => Op::RenameColumn(get("old")?.extract()?, get("new")?.extract()?),
+                "compact" => Op::Compact(get("target_rows")?.extract()?),
+                other => return Err(Error::Internal(format!("no staged operation '{other}'")).into()),
+            };
+            self.stage_op(py, op, options)
+        })
+    }
+
+    /// Commits staged transactions: all in one version, or none (`together`), or one
+    /// after another in the order given. Returns one outcome per id.
+    #[pyo3(signature = (ids, together, isolation=None, expect_version=None, idempotency_key=None, max_retries=None, timeout=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn commit_staged(
+        &self,
+        py: Python<'_>,
+        ids: Vec<String>,
+        together: bool,
+        isolation: Option<String>,
+        expect_version: Option<u64>,
+        idempotency_key: Option<String>,
+        max_retries: Option<u32>,
+        timeout: Option<f64>,
+    ) -> PyResult<Py<PyList>> {
+        guard(|| {
+            // The CLI's rules for `concord commit`.
+            if ids.is_empty() {
+                return Err(Error::Usage("give at least one staged id".into()).into());
+            }
+            if ids.len() > 1 && (idempotency_key.is_some() || (expect_version.is_some() && !together)) {
+                return Err(Error::Usage(
+                    "idempotency_key applies to one transaction, and expect_version to one commit: give one staged id (or together=True for expect_version), or stage each transaction with its own".into(),
+                )
+                .into());
+            }
+            if let Some(dup) = ids.iter().enumerate().find_map(|(i, id)| ids[..i].contains(id).then_some(id)) {
+                return Err(Error::Usage(format!("staged id {dup} is given twice")).into());
+            }
+            let options = options!(isolation, expect_version, idempotency_key, max_retries, timeout);
+            let table = self.current(py)?;
+            let (infos, newest) = run(py, async move {
+                let mut txns = Vec::with_capacity(ids.len());
+                for id in &ids {
+                    txns.push(table.load_staged(id).await?);
+                }
+                // One transaction is an ordinary commit (its idempotency key checked
+                // first, a replay reported as such), as `concord commit <id>`.
+                let infos = if together && txns.len() > 1 {
+                    table.commit_together(&txns, &options).await?
+                } else {
+                    let mut infos = Vec::with_capacity(txns.len());
+                    for txn in &txns {
+                        infos.push(table.commit(txn, &options).await?);
+                    }
+                    infos
+                };
+                Ok((infos, table.newest_known()))
+            })?;
+            self.advance(newest);
+            let list = PyList::empty(py);
+            for info in &infos {
+                list.append(commit_info(py, info)?)?;
+            }
+            Ok(list.unbind())
+        })
+    }
+
+    /// Reads rows into memory (all batches), as a stream to import.
+    #[pyo3(signature = (columns=None, filter=None, version=None, as_of=None, limit=None))]
+    fn to_arrow(
+        &self,
+        py: Python<'_>,
+        columns: Option<Vec<String>>,
+        filter: Option<String>,
+        version: Option<u64>,
+        as_of: Option<String>,
+        limit: Option<usize>,
+    ) -> PyResult<ArrowStreamExport> {
+        guard(|| {
+            let table = self.current(py)?;
+            let (schema, batches) = run(py, async move {
+                let scan = NativeTable::at(table, version, as_of).await?.scan(scan_options(columns, filter, limit)).await?;
+                let schema = scan.schema();
+                Ok((schema, scan.collect().await?))
+            })?;
+            Ok(ArrowStreamExport::of_batches(schema, batches))
+        })
+    }
+
+    /// Reads rows as they come: batches for Python one at a time (typed errors).
+    #[pyo3(signature = (columns=None, filter=None, version=None, as_of=None, limit=None))]
+    fn scan(
+        &self,
+        py: Python<'_>,
+        columns: Option<Vec<String>>,
+        filter: Option<String>,
+        version: Option<u64>,
+        as_of: Option<String>,
+        limit: Option<usize>,
+    ) -> PyResult<BatchIterator> {
+        guard(|| {
+            let table = self.current(py)?;
+            let channel = run(py, async move {
+                let scan = NativeTable::at(table, version, as_of).await?.scan(scan_options(columns, filter, limit)).await?;
+                Ok(pump(scan.schema(), scan.into_stream()))
+            })?;
+            Ok(BatchIterator::new(channel))
+        })
+    }
+
+    /// Rows as an Arrow C stream: of the latest version (`latest`, looked up now; the
+    /// handle does not move), else of the handle's version.
+    #[pyo3(signature = (latest=true, columns=None, filter=None))]
+    fn stream(&self, py: Python<'_>, latest: bool, columns: Option<Vec<String>>, filter: Option<String>) -> PyResult<ArrowStreamExport> {
+        guard(|| {
+            let table = self.current(py)?;
+            let channel = run(py, async move {
+                let table = if latest { table.latest().await? } else { table };
+                let scan = table.scan(scan_options(columns, filter, None)).await?;
+                Ok(pump(scan.schema(), scan.into_stream()))
+            })?;
+            Ok(ArrowStreamExport::of_channel(channel))
+        })
+    }
+
+    /// Rows matching `filter` (all live rows without one).
+    #[pyo3(signature = (filter=None, version=None, as_of=None))]
+    fn count(&self, py: Python<'_>, filter: Option<String>, version: Option<u64>, as_of: Option<String>) -> PyResult<u64> {
+        guard(|| {
+            let table = self.current(py)?;
+            Ok(run(py, async move { Ok(NativeTable::at(table, version, as_of).await?.count(filter.as_deref()).await?) })?)
+        })
+    }
+
+    /// The table's history up to its latest version, as `concord history --format
+    /// json` prints it (a JSON array).
+    fn history_json(&self, py: Python<'_>) -> PyResult<String> {
+        guard(|| {
+            let table = self.current(py)?;
+            let history = run(py, async move { Ok(table.latest().await?.history().await?) })?;
+            serde_json::to_string(&history).map_err(|e| Error::Internal(format!("history does not serialize: {e}")).into())
+        })
+    }
+
+    /// The fragments of a version: (id, live rows, the fragment as JSON, version).
+    #[pyo3(signature = (version=None))]
+    fn fragments(&self, py: Python<'_>, version: Option<u64>) -> PyResult<Vec<(u64, u64, String, u64)>> {
+        guard(|| {
+            let table = self.current(py)?;
+            let (fragments, version) = run(py, async move {
+                let table = NativeTable::at(table, version, None).await?;
+                Ok((table.fragments().await?, table.version()))
+            })?;
+            let mut out = Vec::with_capacity(fragments.len());
+            for f in &fragments {
+                let json = serde_json::to_string(f).map_err(|e| Error::Internal(format!("a fragment does not serialize: {e}")))?;
+                out.push((f.id, f.live_rows(), json, version));
+            }
+            Ok(out)
+        })
+    }
+
+    /// Reads one fragment of a version (see `read_fragment`), through this handle.
+    #[pyo3(signature = (version, fragment_json, columns=None, filter=None))]
+    fn read_fragment(
+        &self,
+        py: Python<'_>,
+        version: u64,
+        fragment_json: &str,
+        columns: Option<Vec<String>>,
+        filter: Option<String>,
+    ) -> PyResult<ArrowStreamExport> {
+        guard(|| {
+            let fragment = parse_fragment(fragment_json)?;
+            let table = self.current(py)?;
+            fragment_stream(py, async move { Ok(table.checkout(version).await?) }, fragment, columns, filter)
+        })
+    }
+
+    /// Removes versions older than `older_than_s` seconds (never the latest) and the
+    /// objects only they used. Returns the report.
+    #[pyo3(signature = (older_than_s, allow_short_retention=false))]
+    fn vacuum(&self, py: Python<'_>, older_than_s: f64, allow_short_retention: bool) -> PyResult<BTreeMap<String, u64>> {
+        guard(|| {
+            let older_than = crate::options::seconds_to_duration("older_than", older_than_s)?;
+            let table = self.current(py)?;
+            let report = run(py, async move { Ok(table.vacuum(older_than, allow_short_retention).await?) })?;
+            Ok(BTreeMap::from([
+                ("versions_removed".to_string(), report.versions_removed),
+                ("oldest_retained".to_string(), report.oldest_retained),
+                ("objects_removed".to_string(), report.objects_removed),
+                ("bytes_removed".to_string(), report.bytes_removed),
+                ("objects_kept".to_string(), report.objects_kept),
+            ]))
+        })
+    }
+}
+
+fn assignments(set: Vec<(String, String)>) -> Vec<Assignment> {
+    set.into_iter().map(|(column, expr)| Assignment { column, expr }).collect()
+}
+
+fn parse_fragment(json: &str) -> Result<Fragment, Error> {
+    serde_json::from_str(json).map_err(|e| Error::Usage(format!("not a fragment of a Concord table: {e}")))
+}
+
+/// The rows of `fragment` in the table `open` gives (its version), collected.
+fn fragment_stream(
+    py: Python<'_>,
+    open: impl std::future::Future<Output = Result<Table, Error>> + Send + 'static,
+    fragment: Fragment,
+    columns: Option<Vec<String>>,
+    filter: Option<String>,
+) -> PyResult<ArrowStreamExport> {
+    let (schema, batches) = run(py, async move {
+        let table = open.await?;
+        let scan = table.scan_fragments(vec![fragment], scan_options(columns, filter, None)).await?;
+        let schema = scan.schema();
+        Ok((schema, scan.collect().await?))
+    })?;
+    Ok(ArrowStreamExport::of_batches(schema, batches))
+}
+
+fn origin(uri: String, options: Vec<(String, String)>, coordinator: Option<String>) -> Origin {
+    Origin { uri, options, coordinator }
+}
+
+/// Creates an empty table (version 0). `schema` is the string form
+/// ("id bigint not null, name varchar") or an object with `__arrow_c_schema__`.
+#[pyfunction]
+#[pyo3(signature = (uri, schema, options, coordinator=None))]
+pub(crate) fn create(
+    py: Python<'_>,
+    uri: String,
+    schema: &Bound<'_, PyAny>,
+    options: Vec<(String, String)>,
+    coordinator: Option<String>,
+) -> PyResult<NativeTable> {
+    guard(|| {
+        let schema: Schema = if schema.is_instance_of::<PyString>() {
+            Schema::parse(&schema.extract::<String>()?).map_err(Error::from)?
+        } else {
+            schema_from_arrow(&import_schema(schema)?)?
+        };
+        let origin = origin(uri, options, coordinator);
+        let at = origin.clone();
+        // Resolving may set up clients (a DynamoDB coordinator): off the GIL too.
+        let table = run(py, async move { Ok(Table::create(at.location()?, Env::system(), schema).await?) })?;
+        Ok(NativeTable::new(origin, table))
+    })
+}
+
+/// Opens a table: its latest version, `version`, or the newest at or before `as_of`.
+#[pyfunction]
+#[pyo3(signature = (uri, options, coordinator=None, version=None, as_of=None))]
+pub(crate) fn open(
+    py: Python<'_>,
+    uri: String,
+    options: Vec<(String, String)>,
+    coordinator: Option<String>,
+    version: Option<u64>,
+    as_of: Option<String>,
+) -> PyResult<NativeTable> {
+    guard(|| {
+        if version.is_some() && as_of.is_some() {
+            return Err(Error::Usage("give version or as_of, not both".into()).into());
+        }
+        let as_of = as_of.as_deref().map(parse_time).transpose()?;
+        let origin = origin(uri, options, coordinator);
+        let at = origin.clone();
+        let table = run(py, async move {
+            let location = at.location()?;
+            Ok(match (version, as_of) {
+                // Straight to the version: the latest one need not be readable.
+                (Some(v), _) => Table::open_version(location, Env::system(), v).await?,
+                (None, Some(t)) => Table::open(location, Env::system()).await?.checkout_as_of(t).await?,
+                (None, None) => Table::open(location, Env::system()).await?,
+            })
+        })?;
+        Ok(NativeTable::new(origin, table))
+    })
+}
+
+/// Reads one fragment of version `version` of the table at `uri` (in a worker process
+/// that received a pickled fragment).
+#[pyfunction]
+#[pyo3(signature = (uri, options, coordinator, version, fragment_json, columns=None, filter=None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn read_fragment(
+    py: Python<'_>,
+    uri: String,
+    options: Vec<(String, String)>,
+    coordinator: Option<String>,
+    version: u64,
+    fragment_json: &str,
+    columns: Option<Vec<String>>,
+    filter: Option<String>,
+) -> PyResult<ArrowStreamExport> {
+    guard(|| {
+        let fragment = parse_fragment(fragment_json)?;
+        let at = origin(uri, options, coordinator);
+        fragment_stream(py, worker_table(at, version), fragment, columns, filter)
+    })
+}
+
+/// Tables a worker process has read fragments of, by where they are: a worker reading
+/// many fragments reuses the store's client (and its connections). Few entries.
+static WORKER_TABLES: Mutex<Vec<(u32, String, Table)>> = Mutex::new(Vec::new());
+const WORKER_TABLES_KEPT: usize = 8;
+
+/// Version `version` of the table at `origin`, through a handle this process keeps.
+async fn worker_table(origin: Origin, version: u64) -> Result<Table, Error> {
+    let key = format!("{:?}", (&origin.uri, &origin.options, &origin.coordinator));
+    let pid = std::process::id();
+    let cached = {
+        let tables = WORKER_TABLES.lock().unwrap_or_else(|e| e.into_inner());
+        tables.iter().find(|(p, k, _)| *p == pid && *k == key).map(|(_, _, t)| t.clone())
+    };
+    if let Some(table) = cached {
+        return Ok(table.checkout(version).await?);
+    }
+    let table = Table::open_version(origin.location()?, Env::system(), version).await?;
+    let mut tables = WORKER_TABLES.lock().unwrap_or_else(|e| e.into_inner());
+    tables.retain(|(p, k, _)| *p == pid && *k != key);
+    if tables.len() >= WORKER_TABLES_KEPT {
+        tables.remove(0);
+    }
+    tables.push((pid, key, table.clone()));
+    Ok(table)
+}
+
+/// Seconds in a duration of the CLI's form (`500ms`, `30s`, `5m`, `1h`, `7d`).
+#[pyfunction]
+pub(crate) fn parse_duration(text: &str) -> PyResult<f64> {
+    guard(|| Ok(crate::options::parse_duration(text)?.as_secs_f64()))
+}
+
+/// Runs a read-only SQL query over tables, each registered under its name at its
+/// handle's version; returns the result, collected.
+#[pyfunction]
+pub(crate) fn sql(py: Python<'_>, query: String, tables: Vec<(String, Py<NativeTable>)>) -> PyResult<ArrowStreamExport> {
+    guard(|| {
+        let mut registered = Vec::with_capacity(tables.len());
+        for (name, table) in &tables {
+            registered.push((name.clone(), table.get().current(py)?));
+        }
+        let (schema, batches) = run(py, async move {
+            let session = SqlSession::new();
+            for (name, table) in &registered {
+                session.register(name, table)?;
+            }
+            let stream = session.query(&query).await?;
+            let schema = stream.schema();
+            Ok((schema, stream.collect().await?))
+        })?;
+        Ok(ArrowStreamExport::of_batches(schema, batches))
+    })
+}
+
+/// Test seam: panics, in this thread (`inside_runtime` false) or in a task on the
+/// runtime, so that tests can check that a panic arrives as `ConcordError`.
+#[pyfunction]
+pub(crate) fn _panic_for_tests(py: Python<'_>, inside_runtime: bool) -> PyResult<()> {
+    guard(|| {
+        if inside_runtime {
+            run(py, async { panic!("a test panic inside the runtime") })?;
+            Ok(())
+        } else {
+            panic!("a test panic in the calling thread")
+        }
+    })
+}
+
+/// Creates the DynamoDB table a commit coordinator uses (`dynamodb://<table>`), as
+/// `concord coordinator create-table`; false if it already exists.
+#[pyfunction]
+pub(crate) fn create_coordinator_table(py: Python<'_>, spec: String, options: Vec<(String, String)>) -> PyResult<bool> {
+    guard(|| {
+        let settings = origin(String::new(), options, None).settings();
+        Ok(run(py, async move { Ok(concord::create_coordinator_table(&spec, &settings).await?) })?)
+    })
+}

@@ -1,0 +1,291 @@
+#!/usr/bin/env python3
+"""Concord from Python beside Lance (pylance) and Delta (deltalake), on local disk.
+
+A benchmark, not a test: CI never runs it. Run it with scripts/bench-python, which
+builds a release wheel of concord and installs it with pinned pylance, deltalake and
+pyarrow into .tools/py-bench-venv. Each workload runs on a fresh table in a temporary
+folder, for each system in turn (workload by workload, so that passing load on a
+shared machine weighs on all alike):
+
+  append small    one writer, N appends of 100 rows: latency p50 / p99 per append
+  append 1M       one writer, M appends of 1,000,000 rows: latency p50, rows/s
+  W processes     W writer processes (spawn) each doing K appends of 100 rows to one
+                  table at once: commits/s (from the moment all are ready), latency
+                  p50 / p99, failures; rows checked afterwards
+  read 10M        a 10,000,000-row table (10 appends of 1M) read whole into a
+                  pyarrow.Table: median of 3 reads, rows/s
+
+Schema: id bigint not null, val bigint not null, name varchar. Prints one markdown
+table (and, with --json PATH, the raw figures).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import traceback
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+SYSTEMS = ("concord", "lance", "delta")
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("val", pa.int64(), nullable=False), pa.field("name", pa.string())])
+
+
+def batch(first: int, n: int) -> pa.Table:
+    ids = pa.array(range(first, first + n), pa.int64())
+    return pa.Table.from_arrays([ids, pc.multiply(ids, 3), pc.cast(ids, pa.string())], schema=SCHEMA)
+
+
+# ---------------------------------------------------------------- the systems
+
+
+class Concord:
+    name = "concord"
+
+    def __init__(self, uri: str, create: bool):
+        import concord
+
+        self.t = concord.create(uri, SCHEMA) if create else concord.open(uri)
+
+    def append(self, table: pa.Table) -> None:
+        self.t.append(table)
+
+    def read(self) -> pa.Table:
+        return self.t.refresh().to_arrow()
+
+
+class Lance:
+    name = "lance"
+
+    def __init__(self, uri: str, create: bool):
+        import lance
+
+        self.lance, self.uri = lance, uri
+        if create:
+            lance.write_dataset(batch(0, 0), uri, mode="create")
+
+    def append(self, table: pa.Table) -> None:
+        self.lance.write_dataset(table, self.uri, mode="append")
+
+    def read(self) -> pa.Table:
+        return self.lance.dataset(self.uri).to_table()
+
+
+class Delta:
+    name = "delta"
+
+    def __init__(self, uri: str, create: bool):
+        import deltalake
+
+        self.deltalake, self.uri = deltalake, uri
+        if create:
+            deltalake.write_deltalake(uri, batch(0, 0), mode="append")
+
+    def append(self, table: pa.Table) -> None:
+        self.deltalake.write_deltalake(self.uri, table, mode="append")
+
+    def read(self) -> pa.Table:
+        return self.deltalake.DeltaTable(self.uri).to_pyarrow_table()
+
+
+def system(name: str, uri: str, create: bool):
+    return {"concord": Concord, "lance": Lance, "delta": Delta}[name](uri, create)
+
+
+# ---------------------------------------------------------------- workloads
+
+
+def pct(values, q):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+def timed_appends(s, tables):
+    latencies = []
+    for table in tables:
+        started = time.perf_counter()
+        s.append(table)
+        latencies.append(time.perf_counter() - started)
+    return latencies
+
+
+def single_small(name, root, n):
+    s = system(name, os.path.join(root, f"{name}-small"), True)
+    timed_appends(s, [batch(-100 * (i + 1), 100) for i in range(3)])  # warm up
+    lat = timed_appends(s, [batch(i * 100, 100) for i in range(n)])
+    return {"p50_ms": statistics.median(lat) * 1000, "p99_ms": pct(lat, 0.99) * 1000}
+
+
+def single_big(name, root, m):
+    s = system(name, os.path.join(root, f"{name}-big"), True)
+    tables = [batch(i * 1_000_000, 1_000_000) for i in range(m)]
+    lat = timed_appends(s, tables)
+    return {"p50_ms": statistics.median(lat) * 1000, "rows_per_s": 1_000_000 / statistics.median(lat)}
+
+
+def writer(name, uri, w, k, barrier, results):
+    out = {"latencies": [], "failures": 0, "ok": 0, "errors": []}
+    try:
+        s = system(name, uri, False)
+        barrier.wait()
+        out["start"] = time.time()
+        for i in range(k):
+            started = time.perf_counter()
+            try:
+                s.append(batch((w * k + i) * 100, 100))
+                out["ok"] += 1
+                out["latencies"].append(time.perf_counter() - started)
+            except Exception as e:  # noqa: BLE001 - a failed append is a data point
+                out["failures"] += 1
+                if len(out["errors"]) < 3:
+                    out["errors"].append(f"{type(e).__name__}: {str(e)[:200]}")
+        out["end"] = time.time()
+    except Exception:  # noqa: BLE001
+        out["errors"].append(traceback.format_exc()[-500:])
+        out["failures"] += k
+    results.put(out)
+
+
+def concurrent(name, root, writers, k):
+    uri = os.path.join(root, f"{name}-w{writers}")
+    system(name, uri, True)
+    ctx = multiprocessing.get_context("spawn")
+    barrier, results = ctx.Barrier(writers), ctx.Queue()
+    procs = [ctx.Process(target=writer, args=(name, uri, w, k, barrier, results)) for w in range(writers)]
+    for p in procs:
+        p.start()
+    outs = [results.get(timeout=3600) for _ in procs]
+    for p in procs:
+        p.join()
+    start = min(o.get("start", time.time()) for o in outs)
+    end = max(o.get("end", time.time()) for o in outs)
+    lat = [x for o in outs for x in o["latencies"]]
+    ok = sum(o["ok"] for o in outs)
+    rows = system(name, uri, False).read().num_rows
+    return {
+        "commits_per_s": ok / (end - start),
+        "p50_ms": statistics.median(lat) * 1000 if lat else float("nan"),
+        "p99_ms": pct(lat, 0.99) * 1000 if lat else float("nan"),
+        "failures": sum(o["failures"] for o in outs),
+        "rows_ok": rows == ok * 100,
+        "errors": [e for o in outs for e in o["errors"]][:3],
+    }
+
+
+def read_big(name, root, rows):
+    s = system(name, os.path.join(root, f"{name}-read"), True)
+    per = 1_000_000
+    for i in range(0, rows, per):
+        s.append(batch(i, min(per, rows - i)))
+    times = []
+    for _ in range(3):
+        started = time.perf_counter()
+        table = s.read()
+        times.append(time.perf_counter() - started)
+        assert table.num_rows == rows, (name, table.num_rows)
+        del table
+    t = statistics.median(times)
+    return {"s": t, "rows_per_s": rows / t}
+
+
+# ---------------------------------------------------------------- report
+
+
+def fmt(v, digits=1):
+    if isinstance(v, bool):
+        return "yes" if v else "NO"
+    if isinstance(v, float):
+        return f"{v:,.{digits}f}"
+    return f"{v:,}" if isinstance(v, int) else str(v)
+
+
+def report(results, args):
+    systems = [s for s in SYSTEMS if s in results]
+    lines = ["| workload | " + " | ".join(systems) + " |", "|---|" + "---:|" * len(systems)]
+
+    def row(label, cell):
+        cells = []
+        for s in systems:
+            try:
+                cells.append(cell(results[s]))
+            except (KeyError, TypeError):
+                cells.append("n/a")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+
+    row(f"append 100 rows, p50 / p99 ms ({args.small} appends)", lambda r: f"{fmt(r['small']['p50_ms'], 2)} / {fmt(r['small']['p99_ms'], 2)}")
+    row(f"append 1M rows, p50 ms ({args.big} appends)", lambda r: fmt(r["big"]["p50_ms"], 0))
+    row("append 1M rows, rows/s", lambda r: fmt(r["big"]["rows_per_s"], 0))
+    for w in args.writers:
+        row(f"{w} processes x {args.appends} appends: commits/s", lambda r, w=w: fmt(r[f"w{w}"]["commits_per_s"]))
+        row(f"{w} processes: latency p50 / p99 ms", lambda r, w=w: f"{fmt(r[f'w{w}']['p50_ms'], 0)} / {fmt(r[f'w{w}']['p99_ms'], 0)}")
+        row(f"{w} processes: failed appends; all rows present", lambda r, w=w: f"{r[f'w{w}']['failures']}; {fmt(r[f'w{w}']['rows_ok'])}")
+    row(f"read {args.read_rows:,} rows into pyarrow, s (median of 3)", lambda r: fmt(r["read"]["s"], 2))
+    row("read, M rows/s", lambda r: fmt(r["read"]["rows_per_s"] / 1e6, 1))
+    return "\n".join(lines)
+
+
+def versions():
+    out = {}
+    for mod, dist in (("concord", "concord"), ("lance", "pylance"), ("deltalake", "deltalake"), ("pyarrow", "pyarrow")):
+        try:
+            import importlib.metadata as m
+
+            out[dist] = m.version(dist)
+        except Exception:  # noqa: BLE001
+            out[dist] = "?"
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--systems", default=",".join(SYSTEMS))
+    p.add_argument("--small", type=int, default=100, help="appends of 100 rows (single writer)")
+    p.add_argument("--big", type=int, default=5, help="appends of 1M rows (single writer)")
+    p.add_argument("--writers", default="8,16")
+    p.add_argument("--appends", type=int, default=20, help="appends per writer process")
+    p.add_argument("--read-rows", type=int, default=10_000_000)
+    p.add_argument("--dir", default=None, help="folder for the tables (default: a temporary folder)")
+    p.add_argument("--json", default=None)
+    args = p.parse_args()
+    args.writers = [int(w) for w in args.writers.split(",") if w]
+    root = tempfile.mkdtemp(prefix="concord-bench-", dir=args.dir)
+    results = {}
+    try:
+        # Workload by workload, each system in turn: on a shared machine, load that
+        # comes and goes then weighs on all systems alike.
+        names = args.systems.split(",")
+        steps = [("small", lambda name: single_small(name, root, args.small)), ("big", lambda name: single_big(name, root, args.big))]
+        steps += [(f"w{w}", lambda name, w=w: concurrent(name, root, w, args.appends)) for w in args.writers]
+        steps += [("read", lambda name: read_big(name, root, args.read_rows))]
+        for key, step in steps:
+            for name in names:
+                r = results.setdefault(name, {})
+                print(f"bench: {name} {key} ...", file=sys.stderr, flush=True)
+                started = time.perf_counter()
+                try:
+                    r[key] = step(name)
+                except Exception:  # noqa: BLE001
+                    r[key] = {"error": traceback.format_exc()[-800:]}
+                    print(r[key]["error"], file=sys.stderr)
+                print(f"bench: {name} {key}: {r[key]} ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
+                shutil.rmtree(os.path.join(root), ignore_errors=True)
+                os.makedirs(root, exist_ok=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    print(f"versions: {versions()}; cpus: {os.cpu_count()}; local disk ({tempfile.gettempdir()})")
+    print(report(results, args))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"versions": versions(), "results": results}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

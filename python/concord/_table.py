@@ -1,0 +1,764 @@
+"""Tables, commits and fragments: the Python API over the native module.
+
+Everything a table does is done by the Rust library (through ``concord._concord``);
+this module turns Python arguments (pyarrow data, datetimes, timedeltas, dicts) into
+what the library takes and its results into Python objects.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+import pyarrow as pa
+
+from . import _concord
+from ._errors import InvalidInputError
+
+__all__ = ["Table", "CommitInfo", "Fragment", "create", "open", "sql", "create_coordinator_table"]
+
+TimeLike = Union[_dt.datetime, str]
+DurationLike = Union[str, _dt.timedelta]
+StorageOptions = Optional[Mapping[str, Any]]
+
+#: Rows per rewritten fragment when ``compact`` is given no ``target_rows``.
+DEFAULT_COMPACT_TARGET_ROWS: int = _concord.DEFAULT_COMPACT_TARGET_ROWS
+
+_COORDINATOR_KEY = "commit_coordinator"
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """The outcome of a successful write.
+
+    Attributes:
+        version: the version it committed as (when ``abandoned`` or
+            ``idempotent_replay``: the version already holding it, or the latest).
+        operation: the operation's name (``append``, ``delete``, ...).
+        attempts: commit attempts it took.
+        rows_written: rows it added.
+        rows_deleted: rows it removed.
+        transaction_id: the transaction's id (a UUID, as str).
+        rebased_over: versions that other writers committed first, which it rebased over.
+        rerun: whether part of it was re-run on those writers' changes.
+        idempotent_replay: True when its ``idempotency_key`` was already committed:
+            nothing new was written and ``version`` is the earlier commit's.
+        abandoned: why nothing was committed, when nothing was (an append of no rows,
+            a delete matching none, a compaction that gave way); else ``None``.
+    """
+
+    version: int
+    operation: str
+    attempts: int
+    rows_written: int
+    rows_deleted: int
+    transaction_id: str
+    rebased_over: List[int] = field(default_factory=list)
+    rerun: bool = False
+    idempotent_replay: bool = False
+    abandoned: Optional[str] = None
+
+    @property
+    def committed(self) -> bool:
+        """Whether this write made a new version (not a replay, not abandoned)."""
+        return not self.idempotent_replay and self.abandoned is None
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The outcome as the CLI's ``--json`` object."""
+        return {
+            "version": self.version,
+            "operation": self.operation,
+            "attempts": self.attempts,
+            "rows_written": self.rows_written,
+            "rows_deleted": self.rows_deleted,
+            "transaction_id": self.transaction_id,
+            "rebased_over": list(self.rebased_over),
+            "rerun": self.rerun,
+            "idempotent_replay": self.idempotent_replay,
+            "abandoned": self.abandoned,
+        }
+
+
+def _info(d: Dict[str, Any]) -> CommitInfo:
+    return CommitInfo(**d)
+
+
+def _options(storage_options: StorageOptions) -> Tuple[List[Tuple[str, str]], Optional[str]]:
+    """Explicit store settings as (key, value) pairs, and the commit coordinator."""
+    if storage_options is None:
+        return [], None
+    if not isinstance(storage_options, Mapping):
+        raise TypeError("storage_options must be a dict of str to str")
+    pairs: List[Tuple[str, str]] = []
+    coordinator: Optional[str] = None
+    for key, value in storage_options.items():
+        if not isinstance(key, str):
+            raise TypeError("storage_options keys must be str")
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        if key.lower() == _COORDINATOR_KEY:
+            coordinator = None if value is None else str(value)
+        elif value is None:
+            # Never sent as the text "None", never silently dropped.
+            raise TypeError(f"storage_options[{key!r}] is None; give a str or leave the key out")
+        else:
+            pairs.append((key, str(value)))
+    return pairs, coordinator
+
+
+def _time(as_of: Optional[TimeLike]) -> Optional[str]:
+    """RFC 3339 text; a naive datetime is taken as UTC."""
+    if as_of is None:
+        return None
+    if isinstance(as_of, str):
+        return as_of
+    if isinstance(as_of, _dt.datetime):
+        if as_of.tzinfo is None:
+            as_of = as_of.replace(tzinfo=_dt.timezone.utc)
+        return as_of.astimezone(_dt.timezone.utc).isoformat()
+    if isinstance(as_of, _dt.date):
+        raise TypeError("as_of must be a datetime or an RFC 3339 str, not a date")
+    raise TypeError(f"as_of must be a datetime or an RFC 3339 str, not {type(as_of).__name__}")
+
+
+def _seconds(value: Optional[float], what: str) -> Optional[float]:
+    if value is None:
+        return None
+    if isinstance(value, _dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{what} must be a number of seconds (float)")
+    return float(value)
+
+
+def _stream(data: Any) -> Any:
+    """An object with ``__arrow_c_stream__`` holding ``data``'s rows (no copy)."""
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if hasattr(data, "__arrow_c_stream__"):
+        return data
+    if hasattr(data, "__arrow_c_array__"):
+        return pa.Table.from_batches([pa.record_batch(data)])
+    if isinstance(data, (list, tuple)) and data and all(isinstance(b, pa.RecordBatch) for b in data):
+        return pa.Table.from_batches(list(data))
+    if isinstance(data, dict):
+        return pa.table(data)
+    if type(data).__module__.startswith("pandas") and hasattr(data, "columns"):
+        return pa.Table.from_pandas(data, preserve_index=False)
+    raise TypeError(
+        "data must be a pyarrow Table, RecordBatch or RecordBatchReader, or an object with "
+        f"__arrow_c_stream__ (polars, DuckDB, pandas through pyarrow), not {type(data).__name__}"
+    )
+
+
+def _columns(columns: Optional[Union[str, Sequence[str]]]) -> Optional[List[str]]:
+    if columns is None:
+        return None
+    if isinstance(columns, str):
+        return [columns]
+    return list(columns)
+
+
+def _read_all(export: Any) -> pa.Table:
+    return pa.RecordBatchReader.from_stream(export).read_all()
+
+
+def _no_commit_options(kind: str, max_retries: Any, timeout: Any) -> None:
+    """As the CLI refuses --max-retries and --timeout with --stage."""
+    for name, value in (("max_retries", max_retries), ("timeout", timeout)):
+        if value is not None:
+            raise InvalidInputError(
+                f"{name} applies when committing, and stage_{kind} commits nothing; give it to commit_staged instead"
+            )
+
+
+class Table:
+    """A Concord table: reads one version (``version``), writes on top of the latest.
+
+    Get one with :func:`concord.create` or :func:`concord.open`. A write commits
+    against the latest version, rebasing over (or re-running on) what other writers
+    committed meanwhile, and the handle then reads the version it committed. Reads
+    (``to_arrow``, ``scan``, ``count``, ``fragments``) read the handle's version unless
+    given ``version=`` or ``as_of=``; ``refresh()`` moves the handle to the latest.
+
+    A handle is safe to share between threads; the GIL is released during all I/O
+    and commits, and writes from threads sharing a handle may share a version (group
+    commit), each with its own outcome. A handle can be pickled (it reopens its
+    version on the other side) and survives ``fork`` (the child reopens it).
+
+    Every write takes the keyword arguments ``isolation`` ("serializable" or
+    "snapshot"), ``expect_version`` (commit only if the latest version is still this
+    one), ``idempotency_key`` (a retry with the same key never writes twice),
+    ``max_retries`` and ``timeout`` (seconds), and returns a :class:`CommitInfo`.
+    """
+
+    __slots__ = ("_native", "_storage_options", "__weakref__")
+
+    def __init__(self, native: Any, storage_options: StorageOptions = None) -> None:
+        # Use concord.create / concord.open.
+        self._native = native
+        self._storage_options = dict(storage_options) if storage_options else None
+
+    # ---------------------------------------------------------------- the handle
+
+    @property
+    def uri(self) -> str:
+        """The table's URI, as given."""
+        return self._native.uri
+
+    @property
+    def version(self) -> int:
+        """The version this handle reads."""
+        return self._native.version
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The pyarrow schema of the handle's version."""
+        return pa.schema(self._native.schema())
+
+    @property
+    def schema_definition(self) -> str:
+        """The handle's version's schema in the string form ``create`` takes
+        (``"id bigint not null, name varchar"``, with defaults of added columns)."""
+        return self._native.schema_definition()
+
+    @property
+    def properties(self) -> Dict[str, str]:
+        """The table properties of the handle's version (e.g. ``isolation``)."""
+        return dict(self._native.properties())
+
+    def refresh(self) -> "Table":
+        """Moves the handle to the table's latest version; returns the handle."""
+        self._native.refresh()
+        return self
+
+    def __repr__(self) -> str:
+        return f"concord.Table({self.uri!r}, version={self.version})"
+
+    def __reduce__(self) -> Any:
+        return (_reopen, (self.uri, self._storage_options, self.version))
+
+    # ---------------------------------------------------------------- writes
+
+    def append(
+        self,
+        data: Any,
+        *,
+        isolation: Optional[str] = None,
+        expect_version: Optional[int] = None,
+        idempotency_key: Optional[str] = None,
+        max_retries: Optional[int] = None,
+        timeout: Optional[float] = None,
+    ) -> CommitInfo:
+        """Appends rows, matched to the table's columns by name.
+
+        ``data`` is a pyarrow Table, RecordBatch or RecordBatchReader (read as it
+        streams, in bounded memory), or any object with ``__arrow_c_stream__``
+        (polars, DuckDB results, ...). Values are converted to the columns' types
+        only if they convert exactly; if any row does not fit, nothing is committed
+        (``InvalidInputError``). An append of no rows commits nothing
+        (``CommitInfo.abandoned`` says so).
+        """
+        return _info(
+            self._native.append(_stream(data), isolation, expect_version, idempotency_key, max_retries, _seconds(timeout, "timeout"))
+        )
+
+    def delete(
+        self,
+        where: str,
+        *,
+        isolation: Optional[str] = None,
+        expect_version: Optional[int] = None,
+        idempotency_key: Optional[str] = None,
+        max_retries: Optional[int] = None,
+        timeout: Optional[float] = None,
+    ) -> CommitInfo:
+        """Deletes the rows matching the SQL predicate ``where`` (e.g. ``"score < 0"``).
+        A delete matching no row commits nothing."""
+        return _info(self._native.delete(where, isolation, expect_version, idempotency_key, max_retries, _seconds(timeout, "timeout")))
+
+    def update(
+        self,
+        set: Mapping[str, str],
+        where: Optional[str] = None,
+        *,
+        isolation: Optional[str] = None,
+        expect_version: Optional[int] = None,
+        idempotency_key: Optional[str] = None,
+        max_retries: Optional[int] = None,
+        timeout: Optional[float] = None,
+    ) -> CommitInfo:
+        """Sets columns to SQL expressions of the row's values (``set={"score":
+        "score + 1"}``) on the rows matching ``where`` (every row without one)."""
+        if not isinstance(set, Mapping) or not set:
+            raise InvalidInputError('set must be a non-empty dict of column name to SQL expression, e.g. {"score": "score + 1"}')
+        assignments = [(str(column), str(expr)) for column, expr in set.items()]
+        return _info(
+            self._native.update(assignments, where, isolation, expect_version, idempotency_key, max_retries, _seconds(timeout, "timeout"))
+        )
+
+    def merge(
+        self,
+        data: Any,
+        on: Union[str, Sequence[str]],
+        *,
+        isolation: Optional[str] = None,
+        expect_version: Optional[int] = None,
+        idempotency_key: Optional[str] = None,
+        max_retries: Optional[int] = None,
+        timeout: Optional[float] = None,
+    ) -> CommitInfo:
+        """Upsert on the key columns ``on``: rows whose key matches a row of ``data``
+        take its values (of the columns ``data`` has), the other rows of ``data`` are
+        inserted. Keys must be unique in ``data``."""
+        keys = _columns(on) or []
+        return _info(
+            self._native.merge(_stream(data), keys, isolation, expect_version, idempotency_key, max_retries, _seconds(timeout, "timeout"))
+        )
+
+    def overwrite(
+        self,
+        data: Any,
+        where: Optional[str] = None,
+        *,
+        isolation: Optional[str] = None,
+        expect_version: Optional[int] = None,
+        idempotency_key: Optional[str] = None,
+        max_retries: Optional[int] = None,
+        timeout: Optional[float] = None,
+    ) -> CommitInfo:
+        """Replaces every row with ``data``'s rows; with ``where``, only the rows
+        matching that SQL predicate, and every row of ``data`` must match it too."""
+        return _info(
+            self._native.overwrite(
+                _stream(data), where, isolation, expect_version, idempotency_key, max_retries, _seconds(timeout, "timeout")
+            )
+        )
+
+    def restore(
+        self,
+        version: int,
+        *,
+        isolation: Optional[str] = None,
+        expect_version: Optional[int] = None,
+        idempotency_key: Optional[str] = None,
+        max_retries: Optional[int] = None,
+        timeout: Optional[float] = None,
+    ) -> CommitInfo:
+        """Makes ``version`` (its schema and rows) the newest state, as a new version."""
+        return _info(self._native.restore(version, isolation, expect_version, idempotency_key, max_retries, _seconds(timeout, "timeout")))
+
+    def add_column(
+        self,
+        definition: str,
+        *,
+        isolation: Optional[str] = None,
+        expect_version: Optional[int] = None,
+        idempotency_key: Optional[str] = None,
+        max_retries: Optional[int] = None,
+        timeout: Optional[float] = None,
+    ) -> CommitInfo:
+        """Adds a column: ``"name type [not null] [default <SQL expression>]"``.
+        Existing rows read the default (NULL without one); no data file is rewritten."""
+        return _info(
+            self._native.add_column(definition, isolation, expect_version, idempotency_key, max_retries, _seconds(timeout, "timeout"))
+        )
+
+    def drop_column(
+        self,
+        name: str,
+        *,
+        isolation: Optional[str] = None,
+        expect_version: Optional[int] = None,
+        idempotency_key: Optional[str] = None,
+        max_retries: Optional[int] = None,
+        timeout: Optional[float] = None,
+    ) -> CommitInfo:
+        """Removes a column (its values stay in old data files, unread)."""
+        return _info(self._native.drop_column(name, isolation, expect_version, idempotency_key, max_retries, _seconds(timeout, "timeout")))
+
+    def rename_column(
+        self,
+        old: str,
+        new: str,
+        *,
+        isolation: Optional[str] = None,
+        expect_version: Optional[int] = None,
+        idempotency_key: Optional[str] = None,
+        max_retries: Optional[int] = None,
+        timeout: Optional[float] = None,
+    ) -> CommitInfo:
+        """Renames a column (by field id: no data file is rewritten)."""
+        return _info(
+            self._native.rename_column(old, new, isolation, expect_version, idempotency_key, max_retries, _seconds(timeout, "timeout"))
+        )
+
+    def set_properties(
+        self,
+        set: Optional[Mapping[str, str]] = None,
+        unset: Optional[Sequence[str]] = None,
+        *,
+        isolation: Optional[str] = None,
+        expect_version: Optional[int] = None,
+        idempotency_key: Optional[str] = None,
+        max_retries: Optional[int] = None,
+        timeout: Optional[float] = None,
+    ) -> CommitInfo:
+        """Sets and removes table properties, e.g. ``set={"isolation": "snapshot"}``
+        (the default isolation of writes; the CLI's ``alter set-property``)."""
+        return _info(
+            self._native.set_properties(
+                {str(k): str(v) for k, v in (set or {}).items()},
+                list(unset or []),
+                isolation,
+                expect_version,
+                idempotency_key,
+                max_retries,
+                _seconds(timeout, "timeout"),
+            )
+        )
+
+    def compact(
+        self,
+        target_rows: Optional[int] = None,
+        *,
+        isolation: Optional[str] = None,
+        expect_version: Optional[int] = None,
+        idempotency_key: Optional[str] = None,
+        max_retries: Optional[int] = None,
+        timeout: Optional[float] = None,
+    ) -> CommitInfo:
+        """Rewrites small fragments (fewer live rows than ``target_rows``) and
+        fragments with deleted rows into larger ones. Gives way to concurrent writers:
+        if nothing is left to do, commits nothing (``CommitInfo.abandoned``)."""
+        rows = DEFAULT_COMPACT_TARGET_ROWS if target_rows is None else target_rows
+        return _info(self._native.compact(rows, isolation, expect_version, idempotency_key, max_retries, _seconds(timeout, "timeout")))
+
+    def vacuum(self, older_than: DurationLike, *, allow_short_retention: bool = False) -> Dict[str, int]:
+        """Removes versions committed more than ``older_than`` ago (``"7d"``, ``"1h"``,
+        ``"30m"`` or a ``datetime.timedelta``; never the latest version) and the files
+        only they used. A retention under one hour is refused unless
+        ``allow_short_retention=True`` (only safe if no write takes longer than it).
+        Returns the report: ``versions_removed``, ``oldest_retained``,
+        ``objects_removed``, ``bytes_removed``, ``objects_kept``."""
+        if isinstance(older_than, str):
+            seconds = _concord.parse_duration(older_than)
+        elif isinstance(older_than, _dt.timedelta):
+            seconds = older_than.total_seconds()
+        else:
+            raise TypeError('older_than must be a duration such as "7d" or "1h", or a datetime.timedelta')
+        return dict(self._native.vacuum(seconds, allow_short_retention))
+
+    # ---------------------------------------------------------------- staged commits
+
+    def _stage(self, kind: str, args: Dict[str, Any], isolation: Any, expect_version: Any, idempotency_key: Any, max_retries: Any, timeout: Any) -> str:
+        _no_commit_options(kind, max_retries, timeout)
+        return self._native.stage(kind, args, isolation, expect_version, idempotency_key)
+
+    def stage_append(
+        self,
+        data: Any,
+        *,
+        isolation: Optional[str] = None,
+        expect_version: Optional[int] = None,
+        idempotency_key: Optional[str] = None,
+        max_retries: Optional[int] = None,
+        timeout: Optional[float] = None,
+    ) -> str:
+        """Prepares an append without committing it: writes its data files and a
+        transaction record in the table, and returns the staged id. Commit it (from
+        any process) with ``commit_staged``. The isolation, expected version and
+        idempotency key given here hold at commit; ``max_retries`` and ``timeout``
+        belong to ``commit_staged``."""
+        return self._stage("append", {"data": _stream(data)}, isolation, expect_version, idempotency_key, max_retries, timeout)
+
+    def stage_delete(
+        self,
+        where: str,
+        *,
+        isolation: Optional[str] = None,
+        expect_version: Optional[int] = None,
+        idempotency_key: Optional[str] = None,
+        max_retries: Optional[int] = None,
+        timeout: Optional[float] = None,
+    ) -> str:
+        """Prepares a delete (see ``delete``) without committing it; returns the staged id."""
+        return self._stage("delete", {"where": where}, isolation, expect_version, idempotency_key, max_retries, timeout)
+
+    def stage_update(
+        self,
+        set: Mapping[str, str],
+        where: Optional[str] = None,
+        *,
+        isolation: Optional[str] = None,
+        expect_version: Optional[int] = None,
+        idempotency_key: Optional[str] = None,
+        max_retries: Optional[int] = None,
+        timeout: Optional[float] = None,
+    ) -> str:
+        """Prepares an update (see ``update``) without committing it; returns the staged id."""
+        if not isinstance(set, Mapping) or not set:
+            raise InvalidInputError('set must be a non-empty dict of column name to SQL expression, e.g. {"score": "score + 1"}')
+        args = {"set": [(str(c), str(e)) for c, e in set.items()], "where": where}
+        return self._stage("update", args, isolation, expect_version, idempotency_key, max_retries, timeout)
+
+    def stage_merge(
+        self,
+        data: Any,
+        on: Union[str, Sequence[str]],
+        *,
+        isolation: Optional[str] = None,
+        expect_version: Optional[int] = None,
+        idempotency_key: Optional[str] = None,
+        max_retries: Optional[int] = None,
+        timeout: Optional[float] = None,
+    ) -> str:
+        """Prepares a merge (see ``merge``) without committing it; returns the staged id."""
+        args = {"data": _stream(data), "on": _columns(on) or []}
+        return self._stage("merge", args, isolation, expect_version, idempotency_key, max_retries, timeout)
+
+    def stage_overwrite(
+        self,
+        data: Any,
+        where: Optional[str] = None,
+        *,
+        isolation: Optional[str] = None,
+        expect_version: Optional[int] = None,
+        idempotency_key: Optional[str] = None,
+        max_retries: Optional[int] = None,
+        timeout: Optional[float] = None,
+    ) -> str:
+        """Prepares an overwrite (see ``overwrite``) without committing it; returns the staged id."""
+        args = {"data": _stream(data), "where": where}
+        return self._stage("overwrite", args, isolation, expect_version, idempotency_key, max_retries, timeout)
+
+    def stage_restore(
+        self,
+        version: int,
+        *,
+        isolation: Optional[str] = None,
+        expect_version: Optional[int] = None,
+        idempotency_key: Optional[str] = None,
+        max_retries: Optional[int] = None,
+        timeout: Optional[float] = None,
+    ) -> str:
+        """Prepares a restore (see ``restore``) without committing it; returns the staged id."""
+        return self._stage("restore", {"version": version}, isolation, expect_version, idempotency_key, max_retries, timeout)
+
+    def stage_add_column(self, definition: str, *, isolation: Optional[str] = None, expect_version: Optional[int] = None,
+                         idempotency_key: Optional[str] = None, max_retries: Optional[int] = None, timeout: Optional[float] = None) -> str:
+        """Prepares ``add_column`` without committing it; returns the staged id."""
+        return self._stage("add_column", {"definition": definition}, isolation, expect_version, idempotency_key, max_retries, timeout)
+
+    def stage_drop_column(self, name: str, *, isolation: Optional[str] = None, expect_version: Optional[int] = None,
+                          idempotency_key: Optional[str] = None, max_retries: Optional[int] = None, timeout: Optional[float] = None) -> str:
+        """Prepares ``drop_column`` without committing it; returns the staged id."""
+        return self._stage("drop_column", {"name": name}, isolation, expect_version, idempotency_key, max_retries, timeout)
+
+    def stage_rename_column(self, old: str, new: str, *, isolation: Optional[str] = None, expect_version: Optional[int] = None,
+                            idempotency_key: Optional[str] = None, max_retries: Optional[int] = None, timeout: Optional[float] = None) -> str:
+        """Prepares ``rename_column`` without committing it; returns the staged id."""
+        return self._stage("rename_column", {"old": old, "new": new}, isolation, expect_version, idempotency_key, max_retries, timeout)
+
+    def stage_compact(self, target_rows: Optional[int] = None, *, isolation: Optional[str] = None, expect_version: Optional[int] = None,
+                      idempotency_key: Optional[str] = None, max_retries: Optional[int] = None, timeout: Optional[float] = None) -> str:
+        """Prepares ``compact`` (rewrites the fragments now) without committing it; returns the staged id."""
+        rows = DEFAULT_COMPACT_TARGET_ROWS if target_rows is None else target_rows
+        return self._stage("compact", {"target_rows": rows}, isolation, expect_version, idempotency_key, max_retries, timeout)
+
+    def commit_staged(
+        self,
+        staged_ids: Union[str, Iterable[str]],
+        *,
+        together: bool = True,
+        isolation: Optional[str] = None,
+        expect_version: Optional[int] = None,
+        idempotency_key: Optional[str] = None,
+        max_retries: Optional[int] = None,
+        timeout: Optional[float] = None,
+    ) -> List[CommitInfo]:
+        """Commits staged transactions (ids from ``stage_*``, possibly of other
+        processes or machines) against whatever the table is now, rebasing or
+        re-running as the concurrency contract says. Returns one ``CommitInfo`` each.
+
+        With ``together=True`` (the default) they commit as one version, all or none
+        (a job commit): if one is incompatible with what landed meanwhile, nothing
+        commits and the error's ``staged_id`` names it. With ``together=False`` they
+        commit one after another, in the order given.
+        """
+        ids = [staged_ids] if isinstance(staged_ids, str) else [str(i) for i in staged_ids]
+        infos = self._native.commit_staged(
+            ids, together, isolation, expect_version, idempotency_key, max_retries, _seconds(timeout, "timeout")
+        )
+        return [_info(d) for d in infos]
+
+    # ---------------------------------------------------------------- reads
+
+    def to_arrow(
+        self,
+        columns: Optional[Sequence[str]] = None,
+        where: Optional[str] = None,
+        version: Optional[int] = None,
+        as_of: Optional[TimeLike] = None,
+        limit: Optional[int] = None,
+    ) -> pa.Table:
+        """Reads rows into a pyarrow Table: ``columns`` (all by default) of the rows
+        matching ``where`` (a SQL predicate), of the handle's version, or of
+        ``version``, or of the newest version committed at or before ``as_of``
+        (a datetime, naive taken as UTC, or RFC 3339 text), at most ``limit`` rows."""
+        export = self._native.to_arrow(_columns(columns), where, version, _time(as_of), limit)
+        return _read_all(export)
+
+    def scan(
+        self,
+        columns: Optional[Sequence[str]] = None,
+        where: Optional[str] = None,
+        version: Optional[int] = None,
+        as_of: Optional[TimeLike] = None,
+        limit: Optional[int] = None,
+    ) -> pa.RecordBatchReader:
+        """As ``to_arrow``, as a streaming ``pyarrow.RecordBatchReader``: batches are
+        read as the reader is consumed (a couple ahead), in bounded memory."""
+        batches = self._native.scan(_columns(columns), where, version, _time(as_of), limit)
+        schema = pa.schema(batches.schema())
+        return pa.RecordBatchReader.from_batches(schema, (pa.record_batch(b) for b in batches))
+
+    def count(self, where: Optional[str] = None, version: Optional[int] = None, as_of: Optional[TimeLike] = None) -> int:
+        """Rows matching ``where`` (every live row without one; then no data is read)."""
+        return self._native.count(where, version, _time(as_of))
+
+    def history(self) -> List[Dict[str, Any]]:
+        """Every retained version of the table, oldest first, as dicts with the fields
+        of ``concord history --format json`` (``version``, ``timestamp``,
+        ``operation``, ``read_version``, ``transaction_id``, ``attempts``,
+        ``rebased_over``, ``rerun``, ``idempotency_key``, ``rows_written``,
+        ``rows_deleted``, ``rows``, ``transactions``). Reads the latest version (the
+        handle does not move)."""
+        return json.loads(self._native.history_json())
+
+    def fragments(self, version: Optional[int] = None) -> List["Fragment"]:
+        """The fragments of the handle's version (or of ``version``): picklable
+        pieces of the table that workers (multiprocessing, Ray, Dask) read on their
+        own with ``Fragment.to_arrow``."""
+        return [
+            Fragment(fid, rows, fjson, fversion, self.uri, self._storage_options, self._native)
+            for fid, rows, fjson, fversion in self._native.fragments(version)
+        ]
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        """The rows of the table's latest version (looked up now; the handle does not
+        move) as an Arrow C stream (the PyCapsule interface), read as it is consumed:
+        ``pyarrow.table(t)``, ``polars.DataFrame(t)`` (``polars.from_arrow(t)``: a
+        Series of row structs) and ``duckdb.sql("select ... from t")`` read it. ``requested_schema`` is ignored (the protocol allows it)."""
+        return self._native.stream(True).__arrow_c_stream__(requested_schema)
+
+
+def _reopen(uri: str, storage_options: StorageOptions, version: int) -> Table:
+    return open(uri, version=version, storage_options=storage_options)
+
+
+class Fragment:
+    """A fragment of one version of a table: data files and their deleted rows.
+    Picklable: send fragments to workers, which each read theirs with ``to_arrow``
+    (the worker opens the table with the same URI and storage options, and its
+    environment's store settings).
+
+    Attributes:
+        id: the fragment's id (unique in the table).
+        rows: its live rows.
+        version: the version it was listed from (and is read at).
+    """
+
+    __slots__ = ("id", "rows", "version", "_json", "_uri", "_storage_options", "_native")
+
+    def __init__(self, id: int, rows: int, fragment_json: str, version: int, uri: str,
+                 storage_options: StorageOptions, native: Any = None) -> None:
+        self.id = id
+        self.rows = rows
+        self.version = version
+        self._json = fragment_json
+        self._uri = uri
+        self._storage_options = storage_options
+        self._native = native
+
+    def to_arrow(self, columns: Optional[Sequence[str]] = None, where: Optional[str] = None) -> pa.Table:
+        """Reads the fragment's live rows (``columns``, those matching ``where``)."""
+        if self._native is not None:
+            export = self._native.read_fragment(self.version, self._json, _columns(columns), where)
+        else:
+            pairs, coordinator = _options(self._storage_options)
+            export = _concord.read_fragment(self._uri, pairs, coordinator, self.version, self._json, _columns(columns), where)
+        return _read_all(export)
+
+    def __reduce__(self) -> Any:
+        return (Fragment, (self.id, self.rows, self._json, self.version, self._uri, self._storage_options))
+
+    def __repr__(self) -> str:
+        return f"concord.Fragment(id={self.id}, rows={self.rows}, version={self.version}, uri={self._uri!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Fragment) and (self._uri, self.version, self._json) == (other._uri, other.version, other._json)
+
+    def __hash__(self) -> int:
+        return hash((self._uri, self.version, self.id))
+
+
+def create(uri: str, schema: Union[pa.Schema, str], storage_options: StorageOptions = None) -> Table:
+    """Creates an empty table (version 0) at ``uri`` and returns a handle to it.
+
+    ``uri`` is a local path, ``file://...``, ``memory://name`` (this process only),
+    ``s3://bucket/prefix``, ``az://container/prefix`` or ``gs://bucket/prefix``.
+    ``schema`` is a ``pyarrow.Schema`` (types map to Concord's: int8-32 to int, int64
+    to bigint, float32 to float, float64 to double, strings to varchar, binaries to
+    binary, dates to date, timestamps to timestamp; non-nullable fields are
+    ``not null``) or the string form ``"id bigint not null, name varchar"``.
+    ``storage_options`` takes object_store's keys (``AWS_ENDPOINT_URL``,
+    ``AWS_REGION``, ...; the environment's ``AWS_*``, ``AZURE_*`` and ``GOOGLE_*``
+    variables are read too) and ``commit_coordinator`` (``dynamodb://<table>``;
+    default: the ``CONCORD_COMMIT_COORDINATOR`` environment variable).
+    Raises ``TableExistsError`` if a table is already there.
+    """
+    pairs, coordinator = _options(storage_options)
+    if not isinstance(schema, str) and not hasattr(schema, "__arrow_c_schema__"):
+        raise TypeError("schema must be a pyarrow.Schema or a str such as \"id bigint not null, name varchar\"")
+    return Table(_concord.create(uri, schema, pairs, coordinator), storage_options)
+
+
+def open(uri: str, version: Optional[int] = None, as_of: Optional[TimeLike] = None, storage_options: StorageOptions = None) -> Table:
+    """Opens the table at ``uri``: its latest version, or ``version``, or the newest
+    version committed at or before ``as_of`` (a datetime, naive taken as UTC, or RFC
+    3339 text). ``storage_options`` as for ``create``. Raises ``TableNotFoundError``
+    if there is no table."""
+    pairs, coordinator = _options(storage_options)
+    return Table(_concord.open(uri, pairs, coordinator, version, _time(as_of)), storage_options)
+
+
+def sql(query: str, tables: Optional[Mapping[str, Union[Table, str]]] = None, storage_options: StorageOptions = None) -> pa.Table:
+    """Runs a read-only DataFusion SQL query over Concord tables; returns a pyarrow Table.
+
+    ``tables`` maps the names the query uses to tables: a ``Table`` (read at its
+    handle's version) or a URI (opened at its latest version, with
+    ``storage_options``). Each table is read at exactly one version.
+    """
+    handles = []
+    for name, table in (tables or {}).items():
+        if isinstance(table, Table):
+            handles.append((str(name), table._native))
+        elif isinstance(table, str):
+            handles.append((str(name), open(table, storage_options=storage_options)._native))
+        else:
+            raise TypeError(f"tables[{name!r}] must be a concord.Table or a URI, not {type(table).__name__}")
+    return _read_all(_concord.sql(query, handles))
+
+
+def create_coordinator_table(spec: str, storage_options: StorageOptions = None) -> bool:
+    """Creates the DynamoDB table a commit coordinator uses (``spec`` is
+    ``dynamodb://<table>``), as ``concord coordinator create-table``: needed once
+    before tables on an S3-compatible store without conditional writes commit through
+    it (``storage_options={"commit_coordinator": spec}``). Settings (credentials,
+    ``AWS_ENDPOINT_URL_DYNAMODB`` or ``AWS_ENDPOINT_URL``, ...) come from the
+    environment and ``storage_options``. Returns False if it already exists."""
+    pairs, _ = _options(storage_options)
+    return _concord.create_coordinator_table(spec, pairs)
