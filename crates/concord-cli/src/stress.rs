@@ -66,6 +66,17 @@ pub struct StressArgs {
     /// commit at the same moment shares a version (group commit)
     #[arg(long, default_value_t = 1)]
     pub tasks: u64,
+    /// Group commit in each writer process (on: tasks committing at the same moment
+    /// share a version; off: every transaction gets a version of its own), to compare
+    #[arg(long = "group-commit", value_enum, default_value = "on")]
+    pub group_commit: Switch,
+}
+
+/// A setting that is on or off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Switch {
+    On,
+    Off,
 }
 
 const DEFAULT_MIX: &str = "append=4,delete=1,update=1,merge=1";
@@ -207,6 +218,7 @@ pub async fn worker(cx_table: Table, args: &StressArgs, writer: u64, start: u64,
     let todo: Vec<u64> = (start..args.ops).filter(|i| !done.contains(i)).collect();
     let out = Arc::new(std::sync::Mutex::new(out));
     let tasks = args.tasks.max(1) as usize;
+    let cx_table = cx_table.with_group_commit(args.group_commit == Switch::On);
     let runs = (0..tasks).map(|t| {
         let (table, out, mix) = (cx_table.clone(), out.clone(), mix.clone());
         let mine: Vec<u64> = todo.iter().copied().skip(t).step_by(tasks).collect();
@@ -273,6 +285,7 @@ fn spawn_worker(args: &StressArgs, global_args: &[String], writer: u64, start: u
         cmd.args(["--rows", &rows.to_string()]);
     }
     cmd.args(["--tasks", &args.tasks.to_string()]);
+    cmd.args(["--group-commit", if args.group_commit == Switch::On { "on" } else { "off" }]);
     cmd
         .args(["--writer", &writer.to_string(), "--start", &start.to_string(), "--log"])
         .arg(log)
@@ -534,7 +547,7 @@ async fn verify(table: &Table, args: &StressArgs, mix: &[(String, u64)], start: 
         "commits": ok.len(), "failed": failed.len(), "abandoned_compactions": compactions, "no_change": abandoned.len() - compactions, "killed": killed,
         "failure_reasons": failure_reasons(&failed),
         "idempotent_replays": ok.iter().filter(|(_, l)| l["replay"] == true).count(),
-        "tasks": args.tasks,
+        "tasks": args.tasks, "group_commit": args.group_commit == Switch::On,
         "versions": history.iter().filter(|v| v.version > start).count(),
         "transactions": history.iter().filter(|v| v.version > start).map(|v| v.transactions.len()).sum::<usize>(),
         "versions_replayed": replayed,
