@@ -22,24 +22,9 @@ pub struct Failure {
     pub message: String,
 }
 
-/// The message followed by its causes, e.g. the storage error under a storage failure.
-fn describe(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let part = s.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        source = s.source();
-    }
-    text
-}
-
 /// `e`'s message and causes, then the command-line hint, if any.
 fn fail_with(code: i32, e: &dyn std::error::Error, hint: Option<String>) -> Failure {
-    let mut message = describe(e);
+    let mut message = concord::describe_chain(e);
     if let Some(hint) = hint {
         message.push_str("; ");
         message.push_str(&hint);

@@ -566,7 +566,7 @@ mod tests {
     use super::*;
 
     fn args() -> StressArgs {
-        StressArgs { uri: "x".into(), writers: 2, ops: 5, mix: None, seed: 7, kill_rate: 0.0, workload: Workload::Mixed, rows: Some(10), tasks: 1 }
+        StressArgs { uri: "x".into(), writers: 2, ops: 5, mix: None, seed: 7, kill_rate: 0.0, workload: Workload::Mixed, rows: Some(10), tasks: 1, group_commit: Switch::On }
     }
 
     #[test]

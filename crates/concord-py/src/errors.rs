@@ -197,21 +197,6 @@ fn sql_kind(e: &SqlError) -> Kind {
     }
 }
 
-/// The message followed by its causes, as the CLI prints it.
-fn describe(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let part = s.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        source = s.source();
-    }
-    text
-}
-
 const CORRUPT_HINT: &str = "pass version= to read another version";
 
 fn storage_hint(e: &StorageError) -> Option<String> {
@@ -236,15 +221,15 @@ fn commit_hint(e: &CommitError) -> Option<String> {
 /// The exception's class, attributes and message.
 fn classify(e: &Error) -> (Kind, String) {
     let with_hint = |e: &dyn std::error::Error, hint: Option<String>| match hint {
-        Some(hint) => format!("{}; {hint}", describe(e)),
-        None => describe(e),
+        Some(hint) => format!("{}; {hint}", concord::describe_chain(e)),
+        None => concord::describe_chain(e),
     };
     match e {
         Error::Uri(e) => {
             let hint = matches!(e, UriError::CoordinatorCredentials { .. }).then(|| "in the environment or in storage_options".to_string());
             (Kind::Invalid, with_hint(e, hint))
         }
-        Error::Schema(e) => (Kind::Invalid, describe(e)),
+        Error::Schema(e) => (Kind::Invalid, concord::describe_chain(e)),
         Error::Open(e) => {
             let hint = match e {
                 OpenError::NotFound { uri } => Some(format!("create one with concord.create({uri:?}, schema)")),
@@ -293,7 +278,7 @@ fn classify(e: &Error) -> (Kind, String) {
             (sql_kind(e), with_hint(e, hint))
         }
         Error::Usage(message) => (Kind::Invalid, message.clone()),
-        Error::BadData(e) => (Kind::Invalid, format!("the data could not be read as Arrow: {}", describe(e))),
+        Error::BadData(e) => (Kind::Invalid, format!("the data could not be read as Arrow: {}", concord::describe_chain(e))),
         Error::Panic(message) => (Kind::Base, format!("internal error (a bug in concord; please report it): {message}")),
         Error::Internal(message) => (Kind::Base, message.clone()),
     }

@@ -62,7 +62,7 @@ mod txn;
 
 pub use env::{Clock, Env, RandomSource, StdRandom, SystemClock};
 pub use error::{
-    AlterError, CommitError, CorruptObject, CreateError, DefaultProblem, DynamoDbError, IncompatibleReason, InputError, OpenError,
+    describe_chain, AlterError, CommitError, CorruptObject, CreateError, DefaultProblem, DynamoDbError, IncompatibleReason, InputError, OpenError,
     OversizedObject, PredicateError, ScanError, StorageCause, StorageError, Unavailable, UriError, WriteError,
 };
 pub use format::manifest::{

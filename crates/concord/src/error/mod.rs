@@ -13,6 +13,23 @@ pub use read::{OpenError, PredicateError, ScanError, Unavailable};
 pub use storage::{CorruptObject, DynamoDbError, OversizedObject, StorageCause, StorageError, UriError};
 pub use write::{AlterError, CommitError, CreateError, DefaultProblem, IncompatibleReason, InputError, WriteError};
 
+/// `e`'s message followed by each of its sources' that it does not already contain,
+/// joined by ": ", e.g. a storage failure with the store's own error under it. The CLI
+/// and the Python package show errors this way.
+pub fn describe_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let part = s.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = s.source();
+    }
+    text
+}
+
 /// Reading a version failed inside a write or scan: storage errors stay storage
 /// errors, bad bytes are corrupt, and a table that changed under the read says how.
 enum Unexpected {
