@@ -32,18 +32,21 @@ async fn assert_replay(table: &Table, appended: &BTreeMap<uuid::Uuid, Vec<i64>>)
     for info in latest.history().await.unwrap() {
         let version = latest.checkout(info.version).await.unwrap();
         let mut expected = previous.clone();
-        match &version.manifest().transaction().operation {
-            Operation::Append { .. } => expected.extend(appended[&info.transaction_id].iter().map(|id| (*id, *id as f64))),
-            Operation::Delete { predicate, .. } => {
-                let matches = oracle_predicate(predicate);
-                expected.retain(|id, _| !matches(*id));
+        // A shared version (group commit) is its transactions applied in order.
+        for record in &version.manifest().transactions {
+            match &record.operation {
+                Operation::Append { .. } => expected.extend(appended[&record.id].iter().map(|id| (*id, *id as f64))),
+                Operation::Delete { predicate, .. } => {
+                    let matches = oracle_predicate(predicate);
+                    expected.retain(|id, _| !matches(*id));
+                }
+                Operation::Update { predicate, .. } => {
+                    let matches = oracle_predicate(predicate.as_deref().unwrap());
+                    expected.iter_mut().filter(|(id, _)| matches(**id)).for_each(|(_, s)| *s += 1.0);
+                }
+                Operation::Create | Operation::Compact { .. } => {}
+                other => panic!("unexpected operation {}", other.name()),
             }
-            Operation::Update { predicate, .. } => {
-                let matches = oracle_predicate(predicate.as_deref().unwrap());
-                expected.iter_mut().filter(|(id, _)| matches(**id)).for_each(|(_, s)| *s += 1.0);
-            }
-            Operation::Create | Operation::Compact { .. } => {}
-            other => panic!("unexpected operation {}", other.name()),
         }
         let actual = scores(&version).await;
         assert_eq!(actual, expected, "version {} is not version {} + its {}", info.version, info.version - 1, info.operation);
