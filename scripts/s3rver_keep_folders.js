@@ -1,8 +1,8 @@
 // Preloaded into s3rver by scripts/servers.sh (`node -r`). s3rver's filesystem store,
 // after deleting an object, removes the folders the delete left empty; a PUT into that
 // folder at the same moment has just created it and then fails to open its file
-// (ENOENT, an unhandled stream error), which kills the whole server. CI saw it with
-// DynamoDB staging manifests written and deleted in one folder by 8 processes.
+// (ENOENT, an unhandled stream error), which kills the whole server. A full test run
+// saw it with DynamoDB staging manifests written and deleted in one folder by 8 processes.
 // Deleting here removes the object's files only; empty folders hold no objects and
 // listings skip them, so what clients see is unchanged.
 'use strict';
