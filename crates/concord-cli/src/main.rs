@@ -56,7 +56,7 @@ struct WriteArgs {
     #[arg(long = "max-retries", value_name = "N")]
     max_retries: Option<u32>,
     /// Total time budget for the commit, e.g. 30s, 5m
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = concord::parse_duration)]
     timeout: Option<Duration>,
     /// If a retained version already carries KEY, write nothing and report it
     #[arg(long = "idempotency-key", value_name = "KEY")]
@@ -216,7 +216,7 @@ enum Command {
     Vacuum {
         uri: String,
         /// e.g. 7d, 12h; at least 1h unless --allow-short-retention
-        #[arg(long = "older-than", value_parser = parse_duration)]
+        #[arg(long = "older-than", value_parser = concord::parse_duration)]
         older_than: Duration,
         /// Allow a retention under 1h (safe only if no write takes longer than it)
         #[arg(long = "allow-short-retention")]
@@ -342,30 +342,6 @@ fn parse_named_table(s: &str) -> Result<(String, String), String> {
 
 fn parse_isolation(s: &str) -> Result<IsolationLevel, String> {
     IsolationLevel::parse(s).ok_or_else(|| format!("'{s}' is not an isolation level; use serializable or snapshot"))
-}
-
-/// Longest duration accepted (longer ones are surely a mistake, and overflow clocks).
-const MAX_DURATION_DAYS: f64 = 100_000.0;
-
-/// `500ms`, `30s`, `5m`, `1h`, `7d`, `1.5h`: a non-negative number and a unit.
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len());
-    let (number, unit) = s.split_at(split);
-    let value: f64 = number.parse().map_err(|_| format!("'{s}' is not a duration such as 500ms, 30s, 5m, 1h or 7d"))?;
-    let seconds = match unit {
-        "ms" => value / 1000.0,
-        "s" => value,
-        "m" => value * 60.0,
-        "h" => value * 3600.0,
-        "d" => value * 86400.0,
-        "" => return Err(format!("'{s}' has no unit; write it with one: {s}s, {s}m, {s}h or {s}d")),
-        _ => return Err(format!("'{s}': unknown unit '{unit}'; use ms, s, m, h or d")),
-    };
-    if !seconds.is_finite() || seconds > MAX_DURATION_DAYS * 86400.0 {
-        return Err(format!("'{s}' is longer than the {MAX_DURATION_DAYS} days a duration may be"));
-    }
-    Duration::try_from_secs_f64(seconds).map_err(|e| format!("'{s}' is not a usable duration ({e})"))
 }
 
 impl WriteArgs {

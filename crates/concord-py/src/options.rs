@@ -8,9 +8,6 @@ use concord::{CommitOptions, IsolationLevel, RetryPolicy, Schema, StoreResolver}
 
 use crate::errors::Error;
 
-/// Longest duration accepted (longer ones are surely a mistake, and overflow clocks).
-const MAX_DURATION_DAYS: f64 = 100_000.0;
-
 /// How a write commits: the CLI's `--isolation`, `--expect-version`,
 /// `--idempotency-key`, `--max-retries` and `--timeout` (here in seconds).
 pub(crate) fn commit_options(
@@ -40,32 +37,15 @@ pub(crate) fn seconds_to_duration(what: &str, seconds: f64) -> Result<Duration, 
     if !seconds.is_finite() || seconds < 0.0 {
         return Err(Error::Usage(format!("{what} must be a number of seconds, 0 or more (got {seconds})")));
     }
-    if seconds > MAX_DURATION_DAYS * 86400.0 {
-        return Err(Error::Usage(format!("{what} of {seconds} s is longer than the {MAX_DURATION_DAYS} days a duration may be")));
+    if seconds > concord::MAX_DURATION_DAYS * 86400.0 {
+        return Err(Error::Usage(format!("{what} of {seconds} s is longer than the {} days a duration may be", concord::MAX_DURATION_DAYS)));
     }
     Duration::try_from_secs_f64(seconds).map_err(|e| Error::Usage(format!("{what} of {seconds} s is not a usable duration ({e})")))
 }
 
-/// `500ms`, `30s`, `5m`, `1h`, `7d`, `1.5h`: a non-negative number and a unit (the CLI's
-/// durations, same messages).
+/// `500ms`, `30s`, `5m`, `1h`, `7d`, `1.5h`: the library's rule, as the CLI's.
 pub(crate) fn parse_duration(s: &str) -> Result<Duration, Error> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len());
-    let (number, unit) = s.split_at(split);
-    let value: f64 = number.parse().map_err(|_| Error::Usage(format!("'{s}' is not a duration such as 500ms, 30s, 5m, 1h or 7d")))?;
-    let seconds = match unit {
-        "ms" => value / 1000.0,
-        "s" => value,
-        "m" => value * 60.0,
-        "h" => value * 3600.0,
-        "d" => value * 86400.0,
-        "" => return Err(Error::Usage(format!("'{s}' has no unit; write it with one: {s}s, {s}m, {s}h or {s}d"))),
-        _ => return Err(Error::Usage(format!("'{s}': unknown unit '{unit}'; use ms, s, m, h or d"))),
-    };
-    if !seconds.is_finite() || seconds > MAX_DURATION_DAYS * 86400.0 {
-        return Err(Error::Usage(format!("'{s}' is longer than the {MAX_DURATION_DAYS} days a duration may be")));
-    }
-    Duration::try_from_secs_f64(seconds).map_err(|e| Error::Usage(format!("'{s}' is not a usable duration ({e})")))
+    concord::parse_duration(s).map_err(|e| Error::Usage(e.to_string()))
 }
 
 /// An RFC 3339 time (the CLI's `--as-of`).

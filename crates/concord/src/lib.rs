@@ -51,6 +51,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod decode;
+mod duration;
 mod env;
 mod error;
 mod format;
@@ -60,6 +61,7 @@ mod storage;
 mod table;
 mod txn;
 
+pub use duration::{parse_duration, DurationError, MAX_DURATION_DAYS};
 pub use env::{Clock, Env, RandomSource, StdRandom, SystemClock};
 pub use error::{
     describe_chain, AlterError, CommitError, CorruptObject, CreateError, DefaultProblem, DynamoDbError, IncompatibleReason, InputError, OpenError,
