@@ -159,7 +159,8 @@ async fn group_commit(cfg: &Config, dir: &std::path::Path) -> Result<Vec<GroupRo
     let resolver = StoreResolver::new();
     let mut out = Vec::new();
     let mut n = 0;
-    for (store, base) in [("local disk", dir.join("group").to_string_lossy().into_owned()), ("memory", "memory://bench-group".to_string())] {
+    for (store, base) in [("local disk", dir.join("group").to_string_lossy().into_owned()), ("memory", "memory://bench-group".to_string())]
+    {
         for (count, ops) in [(1usize, cfg.samples), (tasks, cfg.ops)] {
             for on in [true, false] {
                 n += 1;
@@ -186,8 +187,20 @@ async fn group_commit(cfg: &Config, dir: &std::path::Path) -> Result<Vec<GroupRo
                 }
                 let elapsed = started.elapsed().as_secs_f64();
                 let versions = table.latest().await?.version() - start;
-                eprintln!("group commit: {store}, {count} tasks, group {}: {} in {versions} versions", if on { "on" } else { "off" }, samples.len());
-                out.push(GroupRow { store, tasks: count, group_commit: on, transactions: samples.len(), versions, transactions_per_s: samples.len() as f64 / elapsed, latency: stats(&samples) });
+                eprintln!(
+                    "group commit: {store}, {count} tasks, group {}: {} in {versions} versions",
+                    if on { "on" } else { "off" },
+                    samples.len()
+                );
+                out.push(GroupRow {
+                    store,
+                    tasks: count,
+                    group_commit: on,
+                    transactions: samples.len(),
+                    versions,
+                    transactions_per_s: samples.len() as f64 / elapsed,
+                    latency: stats(&samples),
+                });
             }
         }
     }
@@ -200,7 +213,16 @@ fn print_group(rows: &[GroupRow]) {
     println!("|---|---:|---|---:|---:|---:|---:|---:|");
     for r in rows {
         let on = if r.group_commit { "on" } else { "off" };
-        println!("| {} | {} | {on} | {} | {} | {:.0} | {} | {} |", r.store, r.tasks, r.transactions, r.versions, r.transactions_per_s, ms(r.latency.p50_ms), ms(r.latency.p99_ms));
+        println!(
+            "| {} | {} | {on} | {} | {} | {:.0} | {} | {} |",
+            r.store,
+            r.tasks,
+            r.transactions,
+            r.versions,
+            r.transactions_per_s,
+            ms(r.latency.p50_ms),
+            ms(r.latency.p99_ms)
+        );
     }
     println!("\n{}", json!({"group_commit": rows}));
 }
@@ -226,7 +248,8 @@ async fn durability_cost(cfg: &Config, dir: &std::path::Path) -> Result<Vec<Dura
     let mut out = Vec::new();
     let resolver = StoreResolver::new();
     let synced_path = dir.join("synced");
-    let variants = [("synced (default)", resolver.resolve(&synced_path.to_string_lossy())?), ("unsynced", unsynced(&dir.join("unsynced"))?)];
+    let variants =
+        [("synced (default)", resolver.resolve(&synced_path.to_string_lossy())?), ("unsynced", unsynced(&dir.join("unsynced"))?)];
     for (store, location) in variants {
         let table = Table::create(location, Env::system(), schema()).await?;
         let mut next = 0i64;
@@ -443,7 +466,13 @@ async fn processes(n: usize, ops: usize, uri: &str) -> Result<Concurrent> {
     })
 }
 
-fn print_summary(cfg: &Config, single: &[Row], ratios: &[(&'static str, u64, u64, f64, f64)], concurrent: &[Concurrent], durability: &[DurabilityRow]) {
+fn print_summary(
+    cfg: &Config,
+    single: &[Row],
+    ratios: &[(&'static str, u64, u64, f64, f64)],
+    concurrent: &[Concurrent],
+    durability: &[DurabilityRow],
+) {
     println!("\n## Single writer, one-row appends, local disk ({} samples each)\n", cfg.samples);
     println!("| measurement | table at version | n | p50 ms | p99 ms | mean ms |");
     println!("|---|---:|---:|---:|---:|---:|");
@@ -487,5 +516,8 @@ fn print_summary(cfg: &Config, single: &[Row], ratios: &[(&'static str, u64, u64
         .map(|(m, from, to, p50, p99)| json!({"measurement": m, "from_versions": from, "to_versions": to, "p50_ratio": p50, "p99_ratio": p99}))
         .collect();
     let config = json!({"sizes": cfg.sizes, "samples": cfg.samples, "writers": cfg.writers, "ops": cfg.ops});
-    println!("\n{}", json!({"summary": {"config": config, "single_writer": single, "ratios": ratios, "concurrent": concurrent, "durability": durability}}));
+    println!(
+        "\n{}",
+        json!({"summary": {"config": config, "single_writer": single, "ratios": ratios, "concurrent": concurrent, "durability": durability}})
+    );
 }

@@ -2,8 +2,8 @@
 //! command-line hints the library's messages leave out (they name no flag).
 
 use concord::{
-    AlterError, CommitError, CorruptObject, CreateError, DynamoDbError, OpenError, ScanError, SchemaParseError, SqlError, StorageCause, StorageError,
-    Unavailable, UriError, WriteError,
+    AlterError, CommitError, CorruptObject, CreateError, DynamoDbError, OpenError, ScanError, SchemaParseError, SqlError, StorageCause,
+    StorageError, Unavailable, UriError, WriteError,
 };
 
 pub const OTHER: i32 = 1;
@@ -173,7 +173,9 @@ impl From<WriteError> for Failure {
             ));
         }
         let (code, hint) = match &e {
-            WriteError::Alter(AlterError::ShortRetention { .. }) => (USAGE, Some("pass --allow-short-retention if no such writer runs".into())),
+            WriteError::Alter(AlterError::ShortRetention { .. }) => {
+                (USAGE, Some("pass --allow-short-retention if no such writer runs".into()))
+            }
             WriteError::Alter(AlterError::BadTargetRows { .. }) => (USAGE, Some("give --target-rows 1 or more".into())),
             WriteError::Input(_)
             | WriteError::Predicate(_)
@@ -203,6 +205,10 @@ impl From<arrow::error::ArrowError> for Failure {
 
 impl From<std::io::Error> for Failure {
     fn from(e: std::io::Error) -> Self {
-        if e.kind() == std::io::ErrorKind::BrokenPipe { closed_stdout() } else { fail(OTHER, &e) }
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            closed_stdout()
+        } else {
+            fail(OTHER, &e)
+        }
     }
 }

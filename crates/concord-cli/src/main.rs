@@ -12,8 +12,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use clap::{Args, Parser, Subcommand};
 use concord::{
-    AlterError, Assignment, CommitOptions, Env, IsolationLevel, PreparedTransaction, RetryPolicy, ScanOptions, Schema, StoreResolver, Table, TableLocation,
-    WriteError,
+    AlterError, Assignment, CommitOptions, Env, IsolationLevel, PreparedTransaction, RetryPolicy, ScanOptions, Schema, StoreResolver,
+    Table, TableLocation, WriteError,
 };
 use futures::TryStreamExt;
 
@@ -304,7 +304,8 @@ impl AlterAction {
             AlterAction::SetProperty { assignments, write } => {
                 let mut set = BTreeMap::new();
                 for a in &assignments {
-                    let (key, value) = a.split_once('=').ok_or_else(|| WriteError::from(AlterError::BadPropertyAssignment { given: a.clone() }))?;
+                    let (key, value) =
+                        a.split_once('=').ok_or_else(|| WriteError::from(AlterError::BadPropertyAssignment { given: a.clone() }))?;
                     set.insert(key.trim().to_string(), value.trim().to_string());
                 }
                 (WriteOp::SetProperties(set, Vec::new()), write)
@@ -350,9 +351,9 @@ impl WriteArgs {
     fn check_stage(&self) -> Result<(), Failure> {
         let given = [("--max-retries", self.max_retries.is_some()), ("--timeout", self.timeout.is_some())];
         match given.iter().find(|(_, set)| *set) {
-            Some((flag, _)) if self.stage => Err(usage(format!(
-                "{flag} applies when committing, and --stage commits nothing; give it to `concord commit` instead"
-            ))),
+            Some((flag, _)) if self.stage => {
+                Err(usage(format!("{flag} applies when committing, and --stage commits nothing; give it to `concord commit` instead")))
+            }
             _ => Ok(()),
         }
     }
@@ -564,11 +565,16 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Vacuum { uri, older_than, allow_short_retention, json } => {
             let r = cx.open(&uri).await?.vacuum(older_than, allow_short_retention).await?;
             if json {
-                println!("{}", serde_json::json!({"versions_removed": r.versions_removed, "oldest_retained": r.oldest_retained,
-                    "objects_removed": r.objects_removed, "bytes_removed": r.bytes_removed, "objects_kept": r.objects_kept}));
+                println!(
+                    "{}",
+                    serde_json::json!({"versions_removed": r.versions_removed, "oldest_retained": r.oldest_retained,
+                    "objects_removed": r.objects_removed, "bytes_removed": r.bytes_removed, "objects_kept": r.objects_kept})
+                );
             } else {
-                println!("removed {} versions (oldest kept: {}) and {} objects ({} bytes); kept {} objects",
-                    r.versions_removed, r.oldest_retained, r.objects_removed, r.bytes_removed, r.objects_kept);
+                println!(
+                    "removed {} versions (oldest kept: {}) and {} objects ({} bytes); kept {} objects",
+                    r.versions_removed, r.oldest_retained, r.objects_removed, r.bytes_removed, r.objects_kept
+                );
             }
         }
         Command::Stress(args) => {
@@ -595,7 +601,14 @@ async fn run(cli: Cli) -> Result<(), Failure> {
 
 /// `sql`: the table at `uri` is `t` (at the version asked for), each `--table` at its
 /// latest version; one version of each is read, whatever commits meanwhile.
-async fn sql(cx: &Context, uri: &str, query: &str, at: &VersionArgs, tables: &[(String, String)], format: RowFormat) -> Result<(), Failure> {
+async fn sql(
+    cx: &Context,
+    uri: &str,
+    query: &str,
+    at: &VersionArgs,
+    tables: &[(String, String)],
+    format: RowFormat,
+) -> Result<(), Failure> {
     let mut names = vec!["t".to_string()];
     for (name, _) in tables {
         if names.iter().any(|n| n.eq_ignore_ascii_case(name)) {
@@ -627,11 +640,25 @@ async fn doctor(cx: &Context, uri: &str) -> Result<(), Failure> {
     match &report.create_unsupported {
         Some(why) => println!("conditional create: not supported ({why})"),
         None => {
-            println!("conditional create race: {} of {} concurrent writers won (safe: exactly 1)", report.race_winners, concord::PROBE_RACERS);
-            println!("create of an existing object: {}", if report.existing_refused { "refused (If-None-Match enforced)" } else { "ACCEPTED (If-None-Match ignored)" });
+            println!(
+                "conditional create race: {} of {} concurrent writers won (safe: exactly 1)",
+                report.race_winners,
+                concord::PROBE_RACERS
+            );
+            println!(
+                "create of an existing object: {}",
+                if report.existing_refused { "refused (If-None-Match enforced)" } else { "ACCEPTED (If-None-Match ignored)" }
+            );
         }
     }
-    println!("listing order: {}", if report.listing_ordered { "lexicographic (latest version in one LIST page)" } else { "unordered (latest version by hint and probes)" });
+    println!(
+        "listing order: {}",
+        if report.listing_ordered {
+            "lexicographic (latest version in one LIST page)"
+        } else {
+            "unordered (latest version by hint and probes)"
+        }
+    );
     println!("conditional create round trip: p50 {:.1} ms", report.create_p50_ms);
     if report.left_behind > 0 {
         println!("cleanup: {} probe objects could not be removed", report.left_behind);
@@ -641,7 +668,11 @@ async fn doctor(cx: &Context, uri: &str) -> Result<(), Failure> {
         println!("verdict: SAFE: commits use the store's conditional create");
         Ok(())
     } else if coordinated {
-        location.coordinator().latest_version(None).await.map_err(|e| Failure { code: exit::OTHER, message: format!("the commit coordinator is not usable: {e}") })?;
+        location
+            .coordinator()
+            .latest_version(None)
+            .await
+            .map_err(|e| Failure { code: exit::OTHER, message: format!("the commit coordinator is not usable: {e}") })?;
         println!("verdict: SAFE with the configured commit coordinator (the store alone is not: it does not enforce conditional creates)");
         Ok(())
     } else {
@@ -674,11 +705,8 @@ fn main() {
             default_hook(info)
         }
     }));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_stack_size(STACK_BYTES)
-        .build()
-        .expect("tokio runtime starts");
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().enable_all().thread_stack_size(STACK_BYTES).build().expect("tokio runtime starts");
     let outcome = std::thread::Builder::new()
         .name("concord".into())
         .stack_size(STACK_BYTES)

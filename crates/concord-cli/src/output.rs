@@ -137,7 +137,9 @@ impl<W: Write> RowWriter<W> {
             .fields()
             .iter()
             .enumerate()
-            .map(|(i, f)| first.map_or(0, |cells| cells[i].iter().map(|c| c.chars().count()).max().unwrap_or(0)).max(f.name().chars().count()))
+            .map(|(i, f)| {
+                first.map_or(0, |cells| cells[i].iter().map(|c| c.chars().count()).max().unwrap_or(0)).max(f.name().chars().count())
+            })
             .collect();
         let border = border(&widths);
         let header: Vec<String> = self.schema.fields().iter().zip(&widths).map(|(f, w)| format!(" {:<w$} ", f.name())).collect();
@@ -223,7 +225,11 @@ pub fn print_commit(info: &CommitInfo, as_json: bool) -> Result<(), Failure> {
         }
         line.push_str(&format!(", {} attempt{}", info.attempts, if info.attempts == 1 { "" } else { "s" }));
         if !info.rebased_over.is_empty() {
-            line.push_str(&format!(", rebased over {} concurrent commit{}", info.rebased_over.len(), if info.rebased_over.len() == 1 { "" } else { "s" }));
+            line.push_str(&format!(
+                ", rebased over {} concurrent commit{}",
+                info.rebased_over.len(),
+                if info.rebased_over.len() == 1 { "" } else { "s" }
+            ));
         }
         writeln!(out, "{line})")?;
     }
@@ -239,7 +245,11 @@ pub fn print_history(history: &[VersionInfo], format: ListFormat) -> Result<(), 
     match format {
         ListFormat::Json => writeln!(out, "{}", serde_json::to_string(history).expect("history serializes"))?,
         ListFormat::Table => {
-            writeln!(out, "{:>8}  {:<27}  {:<14}  {:>6}  {:>8}  {:>10}  {:>10}  {:>10}  rebased_over", "version", "timestamp", "operation", "read", "attempts", "written", "deleted", "rows")?;
+            writeln!(
+                out,
+                "{:>8}  {:<27}  {:<14}  {:>6}  {:>8}  {:>10}  {:>10}  {:>10}  rebased_over",
+                "version", "timestamp", "operation", "read", "attempts", "written", "deleted", "rows"
+            )?;
             for v in history {
                 let read = v.read_version.map_or("-".to_string(), |r| r.to_string());
                 let rebased = match v.rebased_over.as_slice() {
@@ -250,7 +260,11 @@ pub fn print_history(history: &[VersionInfo], format: ListFormat) -> Result<(), 
                 };
                 let rebased = if v.rerun { format!("{rebased} (re-ran)") } else { rebased };
                 let ts = v.timestamp.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
-                writeln!(out, "{:>8}  {:<27}  {:<14}  {:>6}  {:>8}  {:>10}  {:>10}  {:>10}  {}", v.version, ts, v.operation, read, v.attempts, v.rows_written, v.rows_deleted, v.rows, rebased)?;
+                writeln!(
+                    out,
+                    "{:>8}  {:<27}  {:<14}  {:>6}  {:>8}  {:>10}  {:>10}  {:>10}  {}",
+                    v.version, ts, v.operation, read, v.attempts, v.rows_written, v.rows_deleted, v.rows, rebased
+                )?;
             }
         }
     }

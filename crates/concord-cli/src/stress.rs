@@ -95,10 +95,20 @@ impl StressArgs {
 #[derive(Debug, Clone, PartialEq)]
 enum Op {
     Append(Vec<i64>),
-    Delete { modulus: i64, rest: i64 },
-    Update { modulus: i64, rest: i64 },
+    Delete {
+        modulus: i64,
+        rest: i64,
+    },
+    Update {
+        modulus: i64,
+        rest: i64,
+    },
     Merge(Vec<(i64, i64)>),
-    Transfer { from: i64, to: i64, amount: i64 },
+    Transfer {
+        from: i64,
+        to: i64,
+        amount: i64,
+    },
     /// Maintenance: rows unchanged; keeps the fragment count (and so scan cost) bounded.
     Compact,
 }
@@ -129,7 +139,18 @@ fn plan(args: &StressArgs, mix: &[(String, u64)], writer: u64, index: u64) -> Op
     let base = |i: u64| ((writer + 1) * 1_000_000_000 + i * 10_000) as i64;
     let total: u64 = mix.iter().map(|(_, w)| w).sum();
     let mut choice = pick(total);
-    let name = mix.iter().find(|(_, w)| if choice < *w { true } else { choice -= w; false }).map(|(n, _)| n.as_str()).unwrap_or("append");
+    let name = mix
+        .iter()
+        .find(|(_, w)| {
+            if choice < *w {
+                true
+            } else {
+                choice -= w;
+                false
+            }
+        })
+        .map(|(n, _)| n.as_str())
+        .unwrap_or("append");
     match name {
         "delete" => Op::Delete { modulus: 97, rest: pick(97) as i64 },
         "update" => Op::Update { modulus: 89, rest: pick(89) as i64 },
@@ -259,7 +280,9 @@ async fn run_one(table: &Table, args: &StressArgs, mix: &[(String, u64)], writer
             }
             // Unknown outcome: the same key makes the retry safe.
             Err(WriteError::Commit(CommitError::CommitStateUnknown { .. })) if tries < 5 => continue,
-            Err(e) => break json!({"index": index, "outcome": "failed", "error": e.to_string(), "latency_ms": started.elapsed().as_secs_f64() * 1000.0}),
+            Err(e) => {
+                break json!({"index": index, "outcome": "failed", "error": e.to_string(), "latency_ms": started.elapsed().as_secs_f64() * 1000.0})
+            }
         }
     }
 }
@@ -286,8 +309,7 @@ fn spawn_worker(args: &StressArgs, global_args: &[String], writer: u64, start: u
     }
     cmd.args(["--tasks", &args.tasks.to_string()]);
     cmd.args(["--group-commit", if args.group_commit == Switch::On { "on" } else { "off" }]);
-    cmd
-        .args(["--writer", &writer.to_string(), "--start", &start.to_string(), "--log"])
+    cmd.args(["--writer", &writer.to_string(), "--start", &start.to_string(), "--log"])
         .arg(log)
         .stdout(Stdio::null())
         .stderr(Stdio::null());
@@ -326,20 +348,31 @@ fn validate(args: &StressArgs) -> Result<Vec<(String, u64)>, Failure> {
 }
 
 /// Creates the table if missing (bank: with its opening balances).
-pub async fn ensure_table(open: impl std::future::Future<Output = Result<Table, concord::OpenError>>, create: impl std::future::Future<Output = Result<Table, concord::CreateError>>, args: &StressArgs) -> Result<Table, Failure> {
+pub async fn ensure_table(
+    open: impl std::future::Future<Output = Result<Table, concord::OpenError>>,
+    create: impl std::future::Future<Output = Result<Table, concord::CreateError>>,
+    args: &StressArgs,
+) -> Result<Table, Failure> {
     validate(args)?;
     let table = match open.await {
         Ok(t) => t,
         Err(concord::OpenError::NotFound { .. }) => match create.await {
             Ok(t) => t,
-            Err(concord::CreateError::AlreadyExists { .. }) => return Err(Failure { code: 1, message: "the table appeared while creating it; run again".into() }),
+            Err(concord::CreateError::AlreadyExists { .. }) => {
+                return Err(Failure { code: 1, message: "the table appeared while creating it; run again".into() })
+            }
             Err(e) => return Err(e.into()),
         },
         Err(e) => return Err(e.into()),
     };
     let wanted = Schema::parse(if args.workload == Workload::Bank { BANK_SCHEMA } else { MIXED_SCHEMA }).expect("valid");
     if table.schema().names() != wanted.names() {
-        return Err(usage(format!("stress needs a table with columns {}; '{}' has {}", wanted.definition(), args.uri, table.schema().definition())));
+        return Err(usage(format!(
+            "stress needs a table with columns {}; '{}' has {}",
+            wanted.definition(),
+            args.uri,
+            table.schema().definition()
+        )));
     }
     if args.workload == Workload::Bank && table.version() == 0 {
         let accounts: Vec<(i64, i64)> = (0..BANK_ACCOUNTS).map(|a| (a, BANK_OPENING)).collect();
@@ -391,7 +424,11 @@ pub async fn run(table: Table, args: &StressArgs, global_args: &[String]) -> Res
         }
         if last_report.elapsed() >= Duration::from_secs(1) {
             let done: usize = logs.iter().map(|l| read_log(l).len()).sum();
-            eprintln!("stress: {done}/{} operations, {killed} writers killed, {:.0} s", args.writers * args.ops, started.elapsed().as_secs_f64());
+            eprintln!(
+                "stress: {done}/{} operations, {killed} writers killed, {:.0} s",
+                args.writers * args.ops,
+                started.elapsed().as_secs_f64()
+            );
             last_report = Instant::now();
         }
     }
@@ -438,7 +475,10 @@ fn summary(r: &Value) -> String {
 /// The rows of one version. Fragments are immutable and a fragment's deletion vector
 /// is named by its path, so each (fragment, deletion vector) pair is read once across
 /// all the versions checked (`cache`).
-async fn rows_of(table: &Table, cache: &mut std::collections::HashMap<(u64, Option<String>), Arc<Vec<(i64, i64)>>>) -> Result<Vec<(i64, i64)>, Failure> {
+async fn rows_of(
+    table: &Table,
+    cache: &mut std::collections::HashMap<(u64, Option<String>), Arc<Vec<(i64, i64)>>>,
+) -> Result<Vec<(i64, i64)>, Failure> {
     let mut out = Vec::new();
     for fragment in table.fragments().await? {
         let key = (fragment.id, fragment.deletion.as_ref().map(|d| d.path.clone()));
@@ -461,7 +501,15 @@ async fn rows_of(table: &Table, cache: &mut std::collections::HashMap<(u64, Opti
 }
 
 #[allow(clippy::too_many_arguments)]
-async fn verify(table: &Table, args: &StressArgs, mix: &[(String, u64)], start: u64, lines: &[(u64, Value)], killed: u64, elapsed: f64) -> Result<Value, Failure> {
+async fn verify(
+    table: &Table,
+    args: &StressArgs,
+    mix: &[(String, u64)],
+    start: u64,
+    lines: &[(u64, Value)],
+    killed: u64,
+    elapsed: f64,
+) -> Result<Value, Failure> {
     let mut problems: Vec<String> = Vec::new();
     let latest = table.latest().await?;
     let history = latest.history().await?;
@@ -530,7 +578,12 @@ async fn verify(table: &Table, args: &StressArgs, mix: &[(String, u64)], start: 
                 state = as_map;
             }
             if args.workload == Workload::Bank && state.values().sum::<i64>() != BANK_ACCOUNTS * BANK_OPENING {
-                problems.push(format!("version {}: total balance {} != {}", v.version, state.values().sum::<i64>(), BANK_ACCOUNTS * BANK_OPENING));
+                problems.push(format!(
+                    "version {}: total balance {} != {}",
+                    v.version,
+                    state.values().sum::<i64>(),
+                    BANK_ACCOUNTS * BANK_OPENING
+                ));
             }
             replayed += 1;
         }
@@ -566,7 +619,18 @@ mod tests {
     use super::*;
 
     fn args() -> StressArgs {
-        StressArgs { uri: "x".into(), writers: 2, ops: 5, mix: None, seed: 7, kill_rate: 0.0, workload: Workload::Mixed, rows: Some(10), tasks: 1, group_commit: Switch::On }
+        StressArgs {
+            uri: "x".into(),
+            writers: 2,
+            ops: 5,
+            mix: None,
+            seed: 7,
+            kill_rate: 0.0,
+            workload: Workload::Mixed,
+            rows: Some(10),
+            tasks: 1,
+            group_commit: Switch::On,
+        }
     }
 
     #[test]

@@ -74,7 +74,10 @@ pub(crate) struct BatchChannel {
 }
 
 /// Drives `stream` on the runtime into a channel. Must be called on the runtime.
-pub(crate) fn pump<E: Into<Error> + Send + 'static>(schema: SchemaRef, mut stream: BoxStream<'static, Result<RecordBatch, E>>) -> BatchChannel {
+pub(crate) fn pump<E: Into<Error> + Send + 'static>(
+    schema: SchemaRef,
+    mut stream: BoxStream<'static, Result<RecordBatch, E>>,
+) -> BatchChannel {
     let (tx, rx) = tokio::sync::mpsc::channel(OUTPUT_CHANNEL_BATCHES);
     tokio::spawn(async move {
         while let Some(item) = stream.next().await {
@@ -232,7 +235,8 @@ impl ArrowSchemaExport {
     /// The schema (PyCapsule interface).
     fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
         guard(|| {
-            let ffi = FFI_ArrowSchema::try_from(self.schema.as_ref()).map_err(|e| Error::Internal(format!("exporting the schema failed: {e}")))?;
+            let ffi = FFI_ArrowSchema::try_from(self.schema.as_ref())
+                .map_err(|e| Error::Internal(format!("exporting the schema failed: {e}")))?;
             PyCapsule::new_with_value(py, ffi, SCHEMA_CAPSULE)
         })
     }

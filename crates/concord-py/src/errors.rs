@@ -83,12 +83,24 @@ impl From<WriteError> for Error {
 #[derive(Debug, Clone, PartialEq)]
 enum Kind {
     Invalid,
-    Incompatible { winner_version: Option<u64>, winner_operation: Option<String> },
-    Contention { attempts: u32, elapsed_ms: u64 },
-    Moved { expected: u64, latest: u64 },
+    Incompatible {
+        winner_version: Option<u64>,
+        winner_operation: Option<String>,
+    },
+    Contention {
+        attempts: u32,
+        elapsed_ms: u64,
+    },
+    Moved {
+        expected: u64,
+        latest: u64,
+    },
     NotFound,
     Exists,
-    Unknown { version: Option<u64>, transaction_id: Option<String> },
+    Unknown {
+        version: Option<u64>,
+        transaction_id: Option<String>,
+    },
     Corrupt,
     Storage,
     /// `ConcordError` itself: panics and internal failures.
@@ -257,7 +269,9 @@ fn classify(e: &Error) -> (Kind, String) {
         }
         Error::Write(e) => {
             let hint = match e {
-                WriteError::Alter(AlterError::ShortRetention { .. }) => Some("pass allow_short_retention=True if no such writer runs".into()),
+                WriteError::Alter(AlterError::ShortRetention { .. }) => {
+                    Some("pass allow_short_retention=True if no such writer runs".into())
+                }
                 WriteError::Alter(AlterError::BadTargetRows { .. }) => Some("give target_rows=1 or more".into()),
                 WriteError::Commit(c) => commit_hint(c),
                 WriteError::Corrupt(_) => Some(CORRUPT_HINT.into()),

@@ -38,7 +38,10 @@ pub(crate) fn seconds_to_duration(what: &str, seconds: f64) -> Result<Duration, 
         return Err(Error::Usage(format!("{what} must be a number of seconds, 0 or more (got {seconds})")));
     }
     if seconds > concord::MAX_DURATION_DAYS * 86400.0 {
-        return Err(Error::Usage(format!("{what} of {seconds} s is longer than the {} days a duration may be", concord::MAX_DURATION_DAYS)));
+        return Err(Error::Usage(format!(
+            "{what} of {seconds} s is longer than the {} days a duration may be",
+            concord::MAX_DURATION_DAYS
+        )));
     }
     Duration::try_from_secs_f64(seconds).map_err(|e| Error::Usage(format!("{what} of {seconds} s is not a usable duration ({e})")))
 }
@@ -124,9 +127,7 @@ pub(crate) fn schema_from_arrow(schema: &ArrowSchema) -> Result<Schema, Error> {
     for field in schema.fields() {
         let name = field.name();
         if name.is_empty() || name.contains(|c: char| c.is_whitespace() || c == ',' || c == '"') {
-            return Err(Error::Usage(format!(
-                "column name '{name}' cannot be a Concord column name; use letters, digits and '_'"
-            )));
+            return Err(Error::Usage(format!("column name '{name}' cannot be a Concord column name; use letters, digits and '_'")));
         }
         let Some(sql) = column_type(field.data_type()) else {
             return Err(Error::Usage(format!(

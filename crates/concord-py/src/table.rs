@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use arrow::ffi_stream::ArrowArrayStreamReader;
-use concord::{Assignment, CommitInfo, CommitOptions, Env, Fragment, PreparedTransaction, ScanOptions, Schema, SqlSession, Table, WriteError};
+use concord::{
+    Assignment, CommitInfo, CommitOptions, Env, Fragment, PreparedTransaction, ScanOptions, Schema, SqlSession, Table, WriteError,
+};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 

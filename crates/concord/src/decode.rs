@@ -11,7 +11,6 @@ use crate::format::manifest::{Fragment, Manifest, Segment, FORMAT_VERSION};
 use crate::format::naming;
 use crate::format::staged::PreparedTransaction;
 
-
 fn corrupt(path: &str, reason: impl ToString) -> CorruptObject {
     CorruptObject { path: path.to_string(), reason: reason.to_string() }
 }
@@ -52,7 +51,10 @@ pub fn segment(path: &str, fragments: u64, bytes: &[u8]) -> Result<Segment, Corr
 /// name is inside the table, and there are as many as their reference says.
 fn check_fragments(path: &str, fragments: &[Fragment], expected: u64) -> Result<(), CorruptObject> {
     let named = fragments.iter().flat_map(|f| {
-        f.files.iter().map(|d| (d.path.as_str(), naming::DATA_DIR)).chain(f.deletion.iter().map(|d| (d.path.as_str(), naming::DELETIONS_DIR)))
+        f.files
+            .iter()
+            .map(|d| (d.path.as_str(), naming::DATA_DIR))
+            .chain(f.deletion.iter().map(|d| (d.path.as_str(), naming::DELETIONS_DIR)))
     });
     for (relative, dir) in named {
         naming::check_inside(relative, dir).map_err(|reason| corrupt(path, reason))?;

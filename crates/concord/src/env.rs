@@ -96,6 +96,10 @@ impl Env {
 
     /// Uniform in `0..=max`.
     pub fn random_below_or_eq(&self, max: u64) -> u64 {
-        if max == u64::MAX { self.random.next_u64() } else { self.random.next_u64() % (max + 1) }
+        if max == u64::MAX {
+            self.random.next_u64()
+        } else {
+            self.random.next_u64() % (max + 1)
+        }
     }
 }

@@ -64,29 +64,34 @@ mod txn;
 pub use duration::{parse_duration, DurationError, MAX_DURATION_DAYS};
 pub use env::{Clock, Env, RandomSource, StdRandom, SystemClock};
 pub use error::{
-    describe_chain, AlterError, CommitError, CorruptObject, CreateError, DefaultProblem, DynamoDbError, IncompatibleReason, InputError, OpenError,
-    OversizedObject, PredicateError, ScanError, StorageCause, StorageError, Unavailable, UriError, WriteError,
+    describe_chain, AlterError, CommitError, CorruptObject, CreateError, DefaultProblem, DynamoDbError, IncompatibleReason, InputError,
+    OpenError, OversizedObject, PredicateError, ScanError, StorageCause, StorageError, Unavailable, UriError, WriteError,
 };
 pub use format::manifest::{
-    Assignment, ColumnStats, CompactGroup, CompactInput, DataFile, DeletionRef, Fragment, FragmentDeletion, IsolationLevel, Manifest, NewColumn, NewFragment,
-    Operation, PartialMerge, SegmentRef, TransactionRecord, FORMAT_VERSION, INLINE_SEGMENT_FRAGMENTS, PROPERTY_ISOLATION,
+    Assignment, ColumnStats, CompactGroup, CompactInput, DataFile, DeletionRef, Fragment, FragmentDeletion, IsolationLevel, Manifest,
+    NewColumn, NewFragment, Operation, PartialMerge, SegmentRef, TransactionRecord, FORMAT_VERSION, INLINE_SEGMENT_FRAGMENTS,
+    PROPERTY_ISOLATION,
 };
 pub use format::naming::{parse_version_file_name, version_file_name};
-pub use format::schema::{sql_literal, ColumnNameError, ColumnSpec, ColumnType, Field, Schema, SchemaParseError, MAX_COLUMNS, MAX_COLUMN_NAME_BYTES};
+pub use format::schema::{
+    sql_literal, ColumnNameError, ColumnSpec, ColumnType, Field, Schema, SchemaParseError, MAX_COLUMNS, MAX_COLUMN_NAME_BYTES,
+};
 pub use io::cast::sql_type_name;
-pub use io::guard::panic_is_caught;
 pub use io::csv_fields::quote_field as quote_csv_field;
+pub use io::guard::panic_is_caught;
 pub use io::predicate::{MAX_EXPRESSION_BYTES, MAX_EXPRESSION_OPERATORS};
 pub use io::scan::ScanMetrics;
 pub use sql::{SqlError, SqlSession, SqlStream, SqlTableProvider};
+#[cfg(feature = "testing")]
+pub use storage::{conformance, ProtocolStep};
 pub use storage::{
     create_coordinator_table, latest_lookup, probe_store, CommitCoordinator, CoordinatorCapabilities, CreateOutcome, DynamoDbCoordinator,
     LatestLookup, Lister, ObjectStoreCoordinator, ProbeReport, StoreKind, StoreResolver, SyncedLocalStore, TableLocation,
     TableLocationBuilder, MAX_METADATA_BYTES, PROBE_RACERS, PROBE_STALE_AFTER,
 };
-#[cfg(feature = "testing")]
-pub use storage::{conformance, ProtocolStep};
-pub use table::{Input, ScanOptions, Table, TableScan, TransactionInfo, VacuumReport, VersionInfo, DEFAULT_COMPACT_TARGET_ROWS, MIN_VACUUM_RETENTION};
+pub use table::{
+    Input, ScanOptions, Table, TableScan, TransactionInfo, VacuumReport, VersionInfo, DEFAULT_COMPACT_TARGET_ROWS, MIN_VACUUM_RETENTION,
+};
 pub use txn::conflict::{resolve as resolve_conflict, RerunScope, Resolution, Winner};
 pub use txn::{CommitInfo, CommitOptions, PreparedTransaction, RetryPolicy, StagedOptions};
 

@@ -41,7 +41,8 @@ fn csv_with_unknown_column_is_rejected_naming_it() {
 fn csv_with_non_numeric_bigint_names_column_line_and_type() {
     let (t, before) = table_with_rows();
     // Header is line 1, so the bad value is on line 3.
-    let stderr = append_rejected(&t, &before, &[("badnum.csv", "id,name,score\n10,a,1.5\nten,b,2.5\n")], &["badnum.csv", "'id'", "bigint", "ten"]);
+    let stderr =
+        append_rejected(&t, &before, &[("badnum.csv", "id,name,score\n10,a,1.5\nten,b,2.5\n")], &["badnum.csv", "'id'", "bigint", "ten"]);
     assert_mentions(&stderr, &["line 3"]);
 }
 
@@ -67,10 +68,8 @@ fn ndjson_string_for_bigint_names_expected_and_found_types() {
 #[test]
 fn parquet_with_unfitting_column_type_names_column_and_types() {
     let (t, before) = table_with_rows();
-    let schema = Arc::new(ArrowSchema::new(vec![
-        ArrowField::new("id", DataType::Int64, false),
-        ArrowField::new("score", DataType::Utf8, true),
-    ]));
+    let schema =
+        Arc::new(ArrowSchema::new(vec![ArrowField::new("id", DataType::Int64, false), ArrowField::new("score", DataType::Utf8, true)]));
     let columns: Vec<ArrayRef> = vec![Arc::new(Int64Array::from(vec![10, 11])), Arc::new(StringArray::from(vec![Some("0.5"), None]))];
     let batch = RecordBatch::try_new(schema, columns).unwrap();
     let path = t.dir.path().join("textscore.parquet");

@@ -130,7 +130,11 @@ fn scan_formats_columns_limit_and_where() {
     assert_eq!(ids_of(&rows(&t, &["--where", "score > 1 OR name IS NULL"])), vec![2, 3]);
     assert_eq!(ids_of(&rows(&t, &["--where", "name = 'a'"])), vec![1]);
     assert_eq!(ok(&["scan", &t.uri, "--format", "json", "--where", "id > 100"]), "");
-    assert_eq!(ok(&["scan", &t.uri, "--format", "csv", "--where", "id > 100"]).trim(), "id,name,score", "csv keeps its header with no rows");
+    assert_eq!(
+        ok(&["scan", &t.uri, "--format", "csv", "--where", "id > 100"]).trim(),
+        "id,name,score",
+        "csv keeps its header with no rows"
+    );
 }
 
 #[test]
@@ -307,11 +311,7 @@ fn diagnostics_go_to_stderr_and_failures_print_nothing_on_stdout() {
 #[test]
 fn csv_ndjson_and_parquet_values_round_trip() {
     let t = TempTable::create_with("id bigint not null, name varchar, score double, at timestamp, d date");
-    ok(&[
-        "append",
-        &t.uri,
-        &t.file("a.csv", "id,name,score,at,d\n1,one,1.5,2024-01-02T03:04:05Z,2024-02-03\n2,,,,\n"),
-    ]);
+    ok(&["append", &t.uri, &t.file("a.csv", "id,name,score,at,d\n1,one,1.5,2024-01-02T03:04:05Z,2024-02-03\n2,,,,\n")]);
     ok(&[
         "append",
         &t.uri,

@@ -216,7 +216,6 @@ pub fn assert_mentions(stderr: &str, words: &[&str]) {
     }
 }
 
-
 /// Appends `n` one-row fragments (ids `first..first + n`) to the table at `uri` through
 /// the library: after 64 of them the table has a segment in a file of its own (format
 /// 2 holds smaller ones inline in the root).

@@ -79,7 +79,11 @@ fn compaction_racing_deletes_and_updates_loses_no_deletion() {
                 let (mut committed, mut gave_way) = (0, 0);
                 for round in 0..12u64 {
                     let info = table.compact(10 + round * 5, &CommitOptions::default(), &|_, _| {}).await.expect("compaction never fails");
-                    if info.abandoned.is_some() { gave_way += 1 } else { committed += 1 }
+                    if info.abandoned.is_some() {
+                        gave_way += 1
+                    } else {
+                        committed += 1
+                    }
                     tokio::task::yield_now().await;
                 }
                 (committed, gave_way)
@@ -139,12 +143,17 @@ fn cli_compact_rewrites_small_fragments_and_keeps_rows() {
     assert_eq!(ok(&["scan", &t.uri, "--format", "json"]), before, "same rows, same order");
     assert_eq!(t.count(), 32);
     let fragments = |version: &str| -> usize {
-        let manifest = std::fs::read_to_string(t.path().join("_versions").join(concord::version_file_name(version.parse().unwrap()))).unwrap();
+        let manifest =
+            std::fs::read_to_string(t.path().join("_versions").join(concord::version_file_name(version.parse().unwrap()))).unwrap();
         let manifest: serde_json::Value = serde_json::from_str(&manifest).unwrap();
         manifest["segments"].as_array().unwrap().iter().map(|s| s["fragments"].as_u64().unwrap() as usize).sum()
     };
     let compacted = t.latest_version().to_string();
-    assert_eq!((fragments(&(t.latest_version() - 1).to_string()), fragments(&compacted)), (10, 2), "10 fragments of <=4 rows into 2 of <=16");
+    assert_eq!(
+        (fragments(&(t.latest_version() - 1).to_string()), fragments(&compacted)),
+        (10, 2),
+        "10 fragments of <=4 rows into 2 of <=16"
+    );
     let again = ok(&["compact", &t.uri, "--target-rows", "16"]);
     assert!(again.contains("nothing committed"), "{again}");
     assert_eq!(t.latest_version().to_string(), compacted, "nothing to do: no new version");

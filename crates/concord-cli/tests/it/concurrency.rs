@@ -184,7 +184,11 @@ struct FaultyCoordinator {
 }
 
 fn unreachable_error(version: u64) -> StorageError {
-    StorageError::new("creating", format!("version {version}"), concord::object_store::Error::Generic { store: "test", source: "connection reset".into() })
+    StorageError::new(
+        "creating",
+        format!("version {version}"),
+        concord::object_store::Error::Generic { store: "test", source: "connection reset".into() },
+    )
 }
 
 #[async_trait]
@@ -300,7 +304,9 @@ async fn retry_with_the_same_key_after_commit_state_unknown_leaves_one_copy() {
 async fn endless_contention_is_a_typed_error_and_leaves_nothing() {
     let (table, faulty, clean) = faulty_table(Fault::Interloper).await;
     let err = table.append(&[one_batch(table.schema(), 0..5)], &quick_retries()).await.unwrap_err();
-    let WriteError::Commit(CommitError::TooMuchContention { attempts, .. }) = err else { panic!("expected TooMuchContention, got {err:?}") };
+    let WriteError::Commit(CommitError::TooMuchContention { attempts, .. }) = err else {
+        panic!("expected TooMuchContention, got {err:?}")
+    };
     assert_eq!(attempts, 5);
     assert_eq!(faulty.injected.load(Ordering::SeqCst), 5);
     let history = Table::open(clean, Env::system()).await.unwrap().history().await.unwrap();

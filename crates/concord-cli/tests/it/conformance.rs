@@ -33,12 +33,22 @@ impl Fixture {
         Self::on_root(name, inner, Path::from("tables/t"), kind, lookup, dir)
     }
 
-    fn on_root(name: &'static str, inner: Arc<dyn ObjectStore>, root: Path, kind: StoreKind, lookup: LatestLookup, dir: Option<tempfile::TempDir>) -> Self {
+    fn on_root(
+        name: &'static str,
+        inner: Arc<dyn ObjectStore>,
+        root: Path,
+        kind: StoreKind,
+        lookup: LatestLookup,
+        dir: Option<tempfile::TempDir>,
+    ) -> Self {
         let counting = Arc::new(CountingStore::new(inner));
         let store: Arc<dyn ObjectStore> = counting.clone();
         let coordinator = Arc::new(ObjectStoreCoordinator::new(store.clone(), root.clone(), lookup));
         let display_prefix = format!("{name}://");
-        let location = TableLocation::builder(format!("{name}://tables/t"), store, root, kind).display_prefix(display_prefix).coordinator(coordinator).build();
+        let location = TableLocation::builder(format!("{name}://tables/t"), store, root, kind)
+            .display_prefix(display_prefix)
+            .coordinator(coordinator)
+            .build();
         Fixture { name, location, counting, dynamo: None, _dir: dir }
     }
 
@@ -156,7 +166,14 @@ async fn append_cost(f: &Fixture, table: &Table, n: u64, first_id: i64) -> Tally
             }
         })
         .await;
-    Tally { puts: tally.puts / n, gets: tally.gets / n, lists: tally.lists / n, deletes: 0, bytes_written: tally.bytes_written / n, bytes_read: tally.bytes_read / n }
+    Tally {
+        puts: tally.puts / n,
+        gets: tally.gets / n,
+        lists: tally.lists / n,
+        deletes: 0,
+        bytes_written: tally.bytes_written / n,
+        bytes_read: tally.bytes_read / n,
+    }
 }
 
 /// Opening the latest version and committing a one-row append cost the same number of

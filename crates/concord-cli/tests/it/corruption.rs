@@ -49,7 +49,14 @@ fn mutate(bytes: &[u8], r: &StdRandom) -> Vec<u8> {
         // Hand edits of JSON values: numbers, strings, nesting.
         5 => {
             let text = String::from_utf8_lossy(&b).into_owned();
-            let edits = [("\"version\":", "\"version\":-"), ("\"rows\":", "\"rows\":1e308,\"x\":"), ("[", "[[[[[[[["), ("\"", "\\u0000\""), ("true", "null"), ("{", "{\"a\":{")];
+            let edits = [
+                ("\"version\":", "\"version\":-"),
+                ("\"rows\":", "\"rows\":1e308,\"x\":"),
+                ("[", "[[[[[[[["),
+                ("\"", "\\u0000\""),
+                ("true", "null"),
+                ("{", "{\"a\":{"),
+            ];
             let (from, to) = edits[pick(edits.len() as u64)];
             b = text.replacen(from, to, 1 + pick(3)).into_bytes();
         }
@@ -64,7 +71,14 @@ async fn read_everything(uri: &str) -> Result<u64, String> {
     for v in table.history().await.map_err(|e| e.to_string())? {
         let version = table.checkout(v.version).await.map_err(|e| e.to_string())?;
         rows += version.count(Some("id % 2 = 0")).await.map_err(|e| e.to_string())?;
-        let batches: Vec<_> = version.scan(Default::default()).await.map_err(|e| e.to_string())?.into_stream().try_collect().await.map_err(|e| e.to_string())?;
+        let batches: Vec<_> = version
+            .scan(Default::default())
+            .await
+            .map_err(|e| e.to_string())?
+            .into_stream()
+            .try_collect()
+            .await
+            .map_err(|e| e.to_string())?;
         rows += batches.iter().map(|b| b.num_rows() as u64).sum::<u64>();
     }
     Ok(rows)
@@ -80,22 +94,25 @@ fn corrupted_objects_give_typed_errors_never_panics() {
     let staged = ok(&["delete", &t.uri, "--where", "id = 1", "--stage"]).trim().to_string();
     ok(&["update", &t.uri, "--set", "score = score * 2", "--where", "id < 5"]);
     let root = t.path();
-    let targets: Vec<PathBuf> = ["_versions", "_segments", "_deletions", "data", "_transactions"].iter().flat_map(|d| files_under(&root, d)).collect();
+    let targets: Vec<PathBuf> =
+        ["_versions", "_segments", "_deletions", "data", "_transactions"].iter().flat_map(|d| files_under(&root, d)).collect();
     let r = StdRandom::seeded(0xC0FFEE);
     let (mut errors, mut fine) = (0, 0);
     for i in 0..ITERATIONS {
         let target = &targets[(r.next_u64() % targets.len() as u64) as usize];
         let original = std::fs::read(target).unwrap();
         std::fs::write(target, mutate(&original, &r)).unwrap();
-        let outcome = runtime.block_on(AssertUnwindSafe(async {
-            let read = read_everything(&t.uri).await;
-            let table = Table::open(StoreResolver::new().resolve(&t.uri).unwrap(), concord::Env::system()).await;
-            if let Ok(table) = table {
-                let _ = table.load_staged(&staged).await;
-            }
-            read
-        })
-        .catch_unwind());
+        let outcome = runtime.block_on(
+            AssertUnwindSafe(async {
+                let read = read_everything(&t.uri).await;
+                let table = Table::open(StoreResolver::new().resolve(&t.uri).unwrap(), concord::Env::system()).await;
+                if let Ok(table) = table {
+                    let _ = table.load_staged(&staged).await;
+                }
+                read
+            })
+            .catch_unwind(),
+        );
         std::fs::write(target, &original).unwrap();
         match outcome {
             Err(panic) => {
@@ -111,7 +128,8 @@ fn corrupted_objects_give_typed_errors_never_panics() {
     }
     eprintln!("{ITERATIONS} corruptions of {} objects: {errors} typed errors, {fine} still readable, no panic", targets.len());
     // Untouched again: everything reads.
-    let table = runtime.block_on(async { Table::open(StoreResolver::new().resolve(&t.uri).unwrap(), concord::Env::system()).await.unwrap() });
+    let table =
+        runtime.block_on(async { Table::open(StoreResolver::new().resolve(&t.uri).unwrap(), concord::Env::system()).await.unwrap() });
     assert_eq!(runtime.block_on(table.count(None)).unwrap(), 25 - 7);
 }
 
@@ -151,7 +169,8 @@ async fn the_fuzz_corpus_of_data_files_reads_without_panics() {
     let (mut read, mut refused) = (0, 0);
     for file in files_under(&corpus, "data_file") {
         let data = std::fs::read(&file).unwrap();
-        let described = DataFile { path: "data/fuzz.parquet".into(), fields: vec![0, 1, 2], size_bytes: data.len() as u64, stats: Vec::new() };
+        let described =
+            DataFile { path: "data/fuzz.parquet".into(), fields: vec![0, 1, 2], size_bytes: data.len() as u64, stats: Vec::new() };
         store.put(&path, PutPayload::from(data)).await.unwrap();
         let name = file.file_name().unwrap().to_string_lossy().into_owned();
         let crash = name.starts_with("crash-") || name.starts_with("timeout-");

@@ -9,7 +9,6 @@ use concord::{CommitOptions, IsolationLevel, StoreResolver, Table};
 
 use crate::common::*;
 
-
 fn with_isolation(isolation: IsolationLevel) -> CommitOptions {
     CommitOptions { isolation: Some(isolation), ..CommitOptions::default() }
 }
@@ -101,13 +100,62 @@ async fn commit_winner(table: &Table, winner: &Winner, written: &mut Written) {
 async fn delete_over_each_winner_rebases_or_reruns() {
     use IsolationLevel::{Serializable as S, Snapshot as N};
     let cases = vec![
-        Case { name: "append, serializable: re-run on the appended rows", isolation: S, ours: "id % 2 = 0", winner: Winner::Append(vec![10, 11, 12]), expect_rerun: true, expect_ids: vec![1, 3, 5, 7, 9, 11] },
-        Case { name: "append, snapshot: appended rows are kept", isolation: N, ours: "id % 2 = 0", winner: Winner::Append(vec![10, 11, 12]), expect_rerun: false, expect_ids: vec![1, 3, 5, 7, 9, 10, 11, 12] },
-        Case { name: "disjoint delete on the same fragment: both apply", isolation: S, ours: "id = 3", winner: Winner::Delete("id = 4"), expect_rerun: false, expect_ids: vec![0, 1, 2, 5, 6, 7, 8, 9] },
-        Case { name: "overlapping deletes: union", isolation: S, ours: "id < 5", winner: Winner::Delete("id % 2 = 0"), expect_rerun: false, expect_ids: vec![5, 7, 9] },
-        Case { name: "overwrite, serializable: re-run on the new table", isolation: S, ours: "id % 2 = 0", winner: Winner::Overwrite(vec![20, 21, 22]), expect_rerun: true, expect_ids: vec![21] },
-        Case { name: "overwrite, snapshot: the rows it saw are gone", isolation: N, ours: "id % 2 = 0", winner: Winner::Overwrite(vec![20, 21, 22]), expect_rerun: false, expect_ids: vec![20, 21, 22] },
-        Case { name: "restore, serializable: re-run on the restored (empty) table finds nothing to delete", isolation: S, ours: "id >= 5", winner: Winner::Restore(0), expect_rerun: true, expect_ids: vec![] },
+        Case {
+            name: "append, serializable: re-run on the appended rows",
+            isolation: S,
+            ours: "id % 2 = 0",
+            winner: Winner::Append(vec![10, 11, 12]),
+            expect_rerun: true,
+            expect_ids: vec![1, 3, 5, 7, 9, 11],
+        },
+        Case {
+            name: "append, snapshot: appended rows are kept",
+            isolation: N,
+            ours: "id % 2 = 0",
+            winner: Winner::Append(vec![10, 11, 12]),
+            expect_rerun: false,
+            expect_ids: vec![1, 3, 5, 7, 9, 10, 11, 12],
+        },
+        Case {
+            name: "disjoint delete on the same fragment: both apply",
+            isolation: S,
+            ours: "id = 3",
+            winner: Winner::Delete("id = 4"),
+            expect_rerun: false,
+            expect_ids: vec![0, 1, 2, 5, 6, 7, 8, 9],
+        },
+        Case {
+            name: "overlapping deletes: union",
+            isolation: S,
+            ours: "id < 5",
+            winner: Winner::Delete("id % 2 = 0"),
+            expect_rerun: false,
+            expect_ids: vec![5, 7, 9],
+        },
+        Case {
+            name: "overwrite, serializable: re-run on the new table",
+            isolation: S,
+            ours: "id % 2 = 0",
+            winner: Winner::Overwrite(vec![20, 21, 22]),
+            expect_rerun: true,
+            expect_ids: vec![21],
+        },
+        Case {
+            name: "overwrite, snapshot: the rows it saw are gone",
+            isolation: N,
+            ours: "id % 2 = 0",
+            winner: Winner::Overwrite(vec![20, 21, 22]),
+            expect_rerun: false,
+            expect_ids: vec![20, 21, 22],
+        },
+        Case {
+            name: "restore, serializable: re-run on the restored (empty) table finds nothing to delete",
+            isolation: S,
+            ours: "id >= 5",
+            winner: Winner::Restore(0),
+            expect_rerun: true,
+            expect_ids: vec![],
+        },
     ];
     for case in cases {
         let (table, _r, mut written) = table_with(0..10).await;
@@ -138,7 +186,11 @@ async fn writes_over_a_winning_delete_rebase() {
     table.delete("id = 4", &CommitOptions::default()).await.unwrap();
     let info = table.commit(&append, &CommitOptions::default()).await.unwrap();
     assert_eq!((info.rebased_over.clone(), info.rerun), (vec![2], false));
-    assert_eq!(ids(&table.latest().await.unwrap()).await, vec![0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 40], "the appended 4 survives: it came after the delete");
+    assert_eq!(
+        ids(&table.latest().await.unwrap()).await,
+        vec![0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 40],
+        "the appended 4 survives: it came after the delete"
+    );
 
     let overwrite = table.prepare_overwrite(&[rows(table.schema(), [100])], None).await.unwrap();
     table.delete("id = 3", &CommitOptions::default()).await.unwrap();

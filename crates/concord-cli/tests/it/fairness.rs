@@ -16,6 +16,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use chrono::{DateTime, TimeZone, Utc};
+use concord::{
+    Clock, CommitOptions, Env, LatestLookup, ObjectStoreCoordinator, RandomSource, Schema, StdRandom, StoreKind, Table, TableLocation,
+};
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use object_store::memory::InMemory;
@@ -24,7 +27,6 @@ use object_store::{
     CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore, PutMultipartOptions, PutOptions, PutPayload,
     PutResult, Result,
 };
-use concord::{Clock, CommitOptions, Env, LatestLookup, ObjectStoreCoordinator, RandomSource, Schema, StdRandom, StoreKind, Table, TableLocation};
 
 use crate::common::*;
 
@@ -180,9 +182,18 @@ fn no_writer_starves_under_contention() {
                 c.commits_per_s, c.p50_ms, c.p99_ms, c.max_ms, c.max_ms / c.p50_ms, c.max_attempts
             );
             assert_eq!(c.commits, (writers * 20) as usize);
-            assert!(c.max_ms <= 10.0 * c.p50_ms, "{store}, {writers} writers: the slowest append took {:.0} ms, p50 {:.0} ms", c.max_ms, c.p50_ms);
+            assert!(
+                c.max_ms <= 10.0 * c.p50_ms,
+                "{store}, {writers} writers: the slowest append took {:.0} ms, p50 {:.0} ms",
+                c.max_ms,
+                c.p50_ms
+            );
             let bound = 4 * writers;
-            assert!(u64::from(c.max_attempts) <= bound, "{store}, {writers} writers: an append took {} attempts (bound {bound})", c.max_attempts);
+            assert!(
+                u64::from(c.max_attempts) <= bound,
+                "{store}, {writers} writers: an append took {} attempts (bound {bound})",
+                c.max_attempts
+            );
         }
     }
 }

@@ -64,7 +64,9 @@ fn update_refuses_a_value_that_does_not_fit_its_column() {
 #[test]
 fn add_column_refuses_a_default_that_does_not_fit() {
     let (t, before) = typed_table();
-    for (definition, value) in [("q int default 1.7", "1.7"), ("q int default 3000000000", "3000000000"), ("q boolean default 'maybe'", "maybe")] {
+    for (definition, value) in
+        [("q int default 1.7", "1.7"), ("q int default 3000000000", "3000000000"), ("q boolean default 'maybe'", "maybe")]
+    {
         let stderr = fails(&["alter", &t.uri, "add-column", definition], 2);
         assert_mentions(&stderr, &["'q'", value]);
         assert_eq!(snapshot(&t), before, "{definition}");
@@ -135,9 +137,23 @@ fn isolation_given_when_staging_holds_at_commit() {
 fn commit_options_that_contradict_the_staged_ones_are_refused() {
     let t = TempTable::create();
     ok(&["append", &t.uri, &t.file("a.csv", &csv_rows(0, 5))]);
-    let id = staged(&["delete", &t.uri, "--where", "id = 1", "--stage", "--isolation", "snapshot", "--idempotency-key", "k1", "--expect-version", "1"]);
+    let id = staged(&[
+        "delete",
+        &t.uri,
+        "--where",
+        "id = 1",
+        "--stage",
+        "--isolation",
+        "snapshot",
+        "--idempotency-key",
+        "k1",
+        "--expect-version",
+        "1",
+    ]);
     let before = snapshot(&t);
-    for (flag, value, staged_value) in [("--isolation", "serializable", "snapshot"), ("--idempotency-key", "k2", "k1"), ("--expect-version", "2", "1")] {
+    for (flag, value, staged_value) in
+        [("--isolation", "serializable", "snapshot"), ("--idempotency-key", "k2", "k1"), ("--expect-version", "2", "1")]
+    {
         let stderr = fails(&["commit", &t.uri, &id, flag, value], 2);
         assert_mentions(&stderr, &[flag, value, staged_value]);
     }
@@ -196,7 +212,11 @@ fn merge_changes_only_the_columns_its_source_has() {
     // The source has id and score: matched rows keep name, qty and tag.
     ok(&["merge", &t.uri, &t.file("m.csv", "id,score\n2,9.5\n"), "--on", "id"]);
     let r = row(&t.uri, 2);
-    assert_eq!((r["name"].as_str(), r["score"].as_f64(), r["qty"].as_i64(), r["tag"].as_str()), (Some("b"), Some(9.5), Some(20), Some("y")), "{r}");
+    assert_eq!(
+        (r["name"].as_str(), r["score"].as_f64(), r["qty"].as_i64(), r["tag"].as_str()),
+        (Some("b"), Some(9.5), Some(20), Some("y")),
+        "{r}"
+    );
     assert_eq!(row(&t.uri, 1)["score"].as_f64(), Some(1.5));
     // An inserted row lacking a not-null column without default: refused, nothing committed.
     let before = snapshot(&t);
@@ -206,7 +226,11 @@ fn merge_changes_only_the_columns_its_source_has() {
     // With the column present, inserted rows take NULL or the column's default.
     ok(&["merge", &t.uri, &t.file("o.csv", "id,qty\n3,30\n1,11\n"), "--on", "id"]);
     let r = row(&t.uri, 3);
-    assert_eq!((r["name"].is_null(), r["score"].is_null(), r["qty"].as_i64(), r["tag"].as_str()), (true, true, Some(30), Some("none")), "{r}");
+    assert_eq!(
+        (r["name"].is_null(), r["score"].is_null(), r["qty"].as_i64(), r["tag"].as_str()),
+        (true, true, Some(30), Some("none")),
+        "{r}"
+    );
     let r = row(&t.uri, 1);
     assert_eq!((r["name"].as_str(), r["qty"].as_i64(), r["tag"].as_str()), (Some("a"), Some(11), Some("x")), "{r}");
     assert_eq!(t.count(), 3);
@@ -407,7 +431,32 @@ fn random_numbers_and_durations_never_panic() {
         seed ^= seed << 17;
         seed
     };
-    let pieces = ["", "0", "1", "-1", "9", "99999999999999999999999", "1e309", "NaN", "inf", ".", "5", "s", "ms", "h", "d", "m", "x", "é", " ", "-0", "0.5", "1.5e3", "18446744073709551616", "+3"];
+    let pieces = [
+        "",
+        "0",
+        "1",
+        "-1",
+        "9",
+        "99999999999999999999999",
+        "1e309",
+        "NaN",
+        "inf",
+        ".",
+        "5",
+        "s",
+        "ms",
+        "h",
+        "d",
+        "m",
+        "x",
+        "é",
+        " ",
+        "-0",
+        "0.5",
+        "1.5e3",
+        "18446744073709551616",
+        "+3",
+    ];
     let mut runs = 0;
     for (base, option) in &options {
         for _ in 0..40 {

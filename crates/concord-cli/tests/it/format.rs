@@ -8,9 +8,7 @@ use bytes::Bytes;
 use chrono::{DateTime, TimeDelta, Utc};
 use concord::arrow::array::{Int64Array, RecordBatch, StringArray};
 use concord::object_store::{ObjectStoreExt, PutPayload};
-use concord::{
-    Clock, CommitOptions, Env, Fragment, Manifest, Operation, ScanOptions, Schema, SegmentRef, StdRandom, Table,
-};
+use concord::{Clock, CommitOptions, Env, Fragment, Manifest, Operation, ScanOptions, Schema, SegmentRef, StdRandom, Table};
 use futures::future::BoxFuture;
 
 use crate::conformance::local_backends;
@@ -52,7 +50,11 @@ async fn commit_cost_does_not_grow_with_fragment_count() {
     let segment = serde_json::to_vec(&serde_json::json!({ "fragments": fragments })).unwrap();
     let segment_size = segment.len();
     let segment_path = "_segments/hand-written.json";
-    big.location.store().put(&big.location.root().clone().join("_segments").join("hand-written.json"), PutPayload::from(segment)).await.unwrap();
+    big.location
+        .store()
+        .put(&big.location.root().clone().join("_segments").join("hand-written.json"), PutPayload::from(segment))
+        .await
+        .unwrap();
     let mut v2 = v1.clone();
     v2.version = 2;
     v2.parent_version = Some(1);
@@ -219,7 +221,8 @@ fn a_format_1_table_opens_reads_and_accepts_commits() {
     let t = TempTable::uncreated();
     copy_dir(&data.join("format1-table"), &t.dir.path().join("t"));
     let version_file = |v: u64| t.dir.path().join("t/_versions").join(concord::version_file_name(v));
-    let format_of = |v: u64| serde_json::from_slice::<serde_json::Value>(&std::fs::read(version_file(v)).unwrap()).unwrap()["format_version"].clone();
+    let format_of =
+        |v: u64| serde_json::from_slice::<serde_json::Value>(&std::fs::read(version_file(v)).unwrap()).unwrap()["format_version"].clone();
     assert_eq!(format_of(13), 1, "the fixture is format 1");
     assert_eq!(ok(&["scan", &t.uri, "--format", "csv"]), std::fs::read_to_string(data.join("format1-expected.csv")).unwrap());
     assert_eq!(ok(&["count", &t.uri]).trim(), "19");
@@ -240,5 +243,9 @@ fn a_format_1_table_opens_reads_and_accepts_commits() {
     assert_eq!(ok(&["count", &t.uri]).trim(), "19");
     assert_eq!(ok(&["count", &t.uri, "--version", "12"]).trim(), "19", "format 1 versions stay readable");
     ok(&["update", &t.uri, "--set", "score = score + 1", "--where", "id < 2"]);
-    assert_eq!(ok(&["scan", &t.uri, "--where", "id = 0", "--columns", "score", "--format", "csv"]), "score\n101.5\n", "0.5, +100 by format 1, +1 now");
+    assert_eq!(
+        ok(&["scan", &t.uri, "--where", "id = 0", "--columns", "score", "--format", "csv"]),
+        "score\n101.5\n",
+        "0.5, +100 by format 1, +1 now"
+    );
 }

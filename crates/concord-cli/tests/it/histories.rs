@@ -20,7 +20,6 @@ const SEEDS: [u64; 7] = [1, 2, 3, 4, 5, 6, 858_170];
 /// The predicates writers delete with (all in the oracle's table).
 const DELETES: [&str; 5] = ["id % 2 = 0", "id < 20", "id >= 80", "id % 3 = 1", "id % 7 = 0"];
 
-
 /// What one writer did: rows each committed append/overwrite wrote, and the
 /// transactions that failed or gave way (committing nothing).
 #[derive(Default)]
@@ -80,7 +79,9 @@ async fn writer(table: Table, seed: u64, ops: usize, tight_budget: bool) -> Log 
             }
         };
         match outcome {
-            Ok((info, _)) if info.abandoned.is_some() => log.failed.push("committed nothing (a compaction gave way, or nothing to change)".into()),
+            Ok((info, _)) if info.abandoned.is_some() => {
+                log.failed.push("committed nothing (a compaction gave way, or nothing to change)".into())
+            }
             Ok((info, Some(ids))) => {
                 log.written.insert(info.transaction_id, ids);
             }
@@ -88,7 +89,9 @@ async fn writer(table: Table, seed: u64, ops: usize, tight_budget: bool) -> Log 
             Err(WriteError::Commit(CommitError::TooMuchContention { .. })) if tight_budget => log.failed.push("contention".into()),
             // Two writers adding "extra" at once: the later one is rightly incompatible;
             // dropping a column another writer dropped first: it no longer exists.
-            Err(WriteError::Commit(CommitError::Incompatible { reason, .. })) if reason.to_string().contains("'extra'") => log.failed.push("add race".into()),
+            Err(WriteError::Commit(CommitError::Incompatible { reason, .. })) if reason.to_string().contains("'extra'") => {
+                log.failed.push("add race".into())
+            }
             Err(WriteError::Alter(concord::AlterError::ColumnExists { .. } | concord::AlterError::Column(_))) => {
                 log.failed.push("alter race".into())
             }
@@ -100,7 +103,12 @@ async fn writer(table: Table, seed: u64, ops: usize, tight_budget: bool) -> Log 
 }
 
 /// `previous` (the ids of the version before) with transaction `t` applied.
-pub(crate) fn replay(previous: Vec<i64>, t: &concord::TransactionRecord, written: &HashMap<uuid::Uuid, Vec<i64>>, states: &[Vec<i64>]) -> Vec<i64> {
+pub(crate) fn replay(
+    previous: Vec<i64>,
+    t: &concord::TransactionRecord,
+    written: &HashMap<uuid::Uuid, Vec<i64>>,
+    states: &[Vec<i64>],
+) -> Vec<i64> {
     match &t.operation {
         Operation::Create => Vec::new(),
         Operation::Append { .. } => previous.iter().chain(&written[&t.id]).copied().collect(),
@@ -159,18 +167,41 @@ async fn check_replay(table: &Table, written: &HashMap<uuid::Uuid, Vec<i64>>, se
                 let m = latest.checkout(v.version).await.unwrap();
                 let t = &m.manifest().transaction();
                 let detail = match &t.operation {
-                    Operation::Merge { partial, deletions, fragments, .. } => format!("merge partial={} deletions={:?} fragments={}", partial.is_some(), deletions.iter().map(|d| (d.fragment_id, d.rows)).collect::<Vec<_>>(), fragments.len()),
-                    Operation::Update { deletions, fragments, .. } => format!("update deletions={:?} fragments={}", deletions.iter().map(|d| (d.fragment_id, d.rows)).collect::<Vec<_>>(), fragments.len()),
-                    Operation::Delete { deletions, .. } => format!("delete deletions={:?}", deletions.iter().map(|d| (d.fragment_id, d.rows)).collect::<Vec<_>>()),
+                    Operation::Merge { partial, deletions, fragments, .. } => format!(
+                        "merge partial={} deletions={:?} fragments={}",
+                        partial.is_some(),
+                        deletions.iter().map(|d| (d.fragment_id, d.rows)).collect::<Vec<_>>(),
+                        fragments.len()
+                    ),
+                    Operation::Update { deletions, fragments, .. } => format!(
+                        "update deletions={:?} fragments={}",
+                        deletions.iter().map(|d| (d.fragment_id, d.rows)).collect::<Vec<_>>(),
+                        fragments.len()
+                    ),
+                    Operation::Delete { deletions, .. } => {
+                        format!("delete deletions={:?}", deletions.iter().map(|d| (d.fragment_id, d.rows)).collect::<Vec<_>>())
+                    }
                     other => other.name().to_string(),
                 };
-                eprintln!("context: v{} read {:?} rebased {:?} rerun {} next_fragment_id {} schema {:?}: {detail}; ids {:?}", v.version, t.read_version, t.rebased_over, t.rerun, m.manifest().next_fragment_id, m.schema().names(), ids(&m).await);
+                eprintln!(
+                    "context: v{} read {:?} rebased {:?} rerun {} next_fragment_id {} schema {:?}: {detail}; ids {:?}",
+                    v.version,
+                    t.read_version,
+                    t.rebased_over,
+                    t.rerun,
+                    m.manifest().next_fragment_id,
+                    m.schema().names(),
+                    ids(&m).await
+                );
             }
         }
         assert_eq!(
-            actual, expected,
+            actual,
+            expected,
             "seed {seed}: version {} is not version {} + its {} (replay with SEEDS = [{seed}])",
-            info.version, info.version.saturating_sub(1), info.operation
+            info.version,
+            info.version.saturating_sub(1),
+            info.operation
         );
         states.push(actual);
     }
@@ -233,10 +264,13 @@ fn random_histories_from_processes_replay_exactly() {
                     let kind = pick(10);
                     let ids: Vec<i64> = match kind {
                         0..=4 => (0..1 + pick(5)).map(|_| pick(100) as i64).collect(),
-                        5 | 6 => (0..1 + pick(3)).map(|_| 90 + pick(15) as i64).collect::<std::collections::BTreeSet<_>>().into_iter().collect(),
+                        5 | 6 => {
+                            (0..1 + pick(3)).map(|_| 90 + pick(15) as i64).collect::<std::collections::BTreeSet<_>>().into_iter().collect()
+                        }
                         _ => Vec::new(),
                     };
-                    let csv: String = std::iter::once("id,name,score\n".to_string()).chain(ids.iter().map(|id| format!("{id},n{id},{id}\n"))).collect();
+                    let csv: String =
+                        std::iter::once("id,name,score\n".to_string()).chain(ids.iter().map(|id| format!("{id},n{id},{id}\n"))).collect();
                     std::fs::write(&file, csv).unwrap();
                     let file = file.to_string_lossy().into_owned();
                     let sql = DELETES[pick(DELETES.len() as u64) as usize];

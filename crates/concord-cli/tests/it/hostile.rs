@@ -102,7 +102,12 @@ fn oversized_metadata_objects_are_refused_before_being_read() {
     let limit = MAX_METADATA_BYTES.to_string();
     // A segment and a deletion vector (version 65 uses both).
     for dir in ["_segments", "_deletions"] {
-        let victim = std::fs::read_dir(t.path().join(dir)).unwrap().flatten().map(|e| e.path()).max_by_key(|p| p.metadata().unwrap().modified().unwrap()).unwrap();
+        let victim = std::fs::read_dir(t.path().join(dir))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .max_by_key(|p| p.metadata().unwrap().modified().unwrap())
+            .unwrap();
         let original = std::fs::read(&victim).unwrap();
         make_oversized(&victim);
         let (code, _, stderr) = run(&["scan", &t.uri]);

@@ -72,13 +72,19 @@ fn lost_responses_leave_one_copy(server: Server, mode: &str) {
     for (version, txn) in &reported {
         assert_eq!(history[*version as usize]["transaction_id"].as_str(), Some(txn.as_str()), "{} {mode}", server.name);
     }
-    let ids: Vec<u64> = ok_with(&server.env(), &["scan", &uri, "--columns", "id", "--format", "csv"]).lines().skip(1).map(|l| l.parse().unwrap()).collect();
+    let ids: Vec<u64> =
+        ok_with(&server.env(), &["scan", &uri, "--columns", "id", "--format", "csv"]).lines().skip(1).map(|l| l.parse().unwrap()).collect();
     let mut ids = ids;
     ids.sort_unstable();
     assert_eq!(ids, vec![1, 3, 5, 7, 9, 10, 12, 13, 14], "{} {mode}: every write applied exactly once", server.name);
     let scores = ok_with(&server.env(), &["scan", &uri, "--where", "id < 5", "--columns", "score", "--format", "csv"]);
     assert_eq!(scores.lines().skip(1).collect::<Vec<_>>(), vec!["100.1", "100.3"], "{} {mode}: the update applied once", server.name);
-    eprintln!("{} through a proxy losing every 2nd commit response ({mode}): {} commands, {} versions, exact", server.name, commands.len(), history.len());
+    eprintln!(
+        "{} through a proxy losing every 2nd commit response ({mode}): {} commands, {} versions, exact",
+        server.name,
+        commands.len(),
+        history.len()
+    );
 }
 
 #[test]

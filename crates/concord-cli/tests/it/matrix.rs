@@ -77,19 +77,19 @@ const WINNERS: [Op; 9] = [Append, Delete, Update, Merge, Overwrite, Restore, Add
 /// do not; delete/update "on tag" read or set it.
 const SERIALIZABLE: [(Op, [Outcome; 9]); 13] = [
     //            append delete update merge overwr restore addcol dropcol compact
-    (Append,      [R, R, R, R, R, R, R, I, R]),
+    (Append, [R, R, R, R, R, R, R, I, R]),
     (AppendNoTag, [R, R, R, R, R, R, R, R, R]),
-    (Delete,      [X, R, X, X, X, X, R, R, X]),
+    (Delete, [X, R, X, X, X, X, R, R, X]),
     (DeleteOnTag, [X, R, X, X, X, X, R, I, X]),
-    (Update,      [X, X, X, X, X, X, R, R, X]),
-    (UpdateTag,   [X, X, X, X, X, X, R, I, X]),
-    (Merge,       [X, X, X, X, X, X, R, I, X]),
-    (MergeNoTag,  [X, X, X, X, X, X, R, R, X]),
-    (Overwrite,   [R, R, R, R, R, R, R, R, R]),
-    (Restore,     [R, R, R, R, R, R, R, R, R]),
-    (AddColumn,   [R, R, R, R, R, R, I, R, R]),
-    (DropColumn,  [R, R, R, R, R, R, R, R, R]),
-    (Compact,     [R, X, X, X, A, A, R, R, A]),
+    (Update, [X, X, X, X, X, X, R, R, X]),
+    (UpdateTag, [X, X, X, X, X, X, R, I, X]),
+    (Merge, [X, X, X, X, X, X, R, I, X]),
+    (MergeNoTag, [X, X, X, X, X, X, R, R, X]),
+    (Overwrite, [R, R, R, R, R, R, R, R, R]),
+    (Restore, [R, R, R, R, R, R, R, R, R]),
+    (AddColumn, [R, R, R, R, R, R, I, R, R]),
+    (DropColumn, [R, R, R, R, R, R, R, R, R]),
+    (Compact, [R, X, X, X, A, A, R, R, A]),
 ];
 
 /// Where snapshot differs: rows a winner appended or inserted are not re-examined, and
@@ -226,7 +226,8 @@ fn set(column: &str, expr: &str) -> Vec<Assignment> {
 }
 
 async fn prepare(table: &Table, op: Op, as_ours: bool) -> PreparedTransaction {
-    let append_rows: Vec<(i64, i64, &str)> = if as_ours { vec![(100, 1000, "a100"), (101, 1010, "a101")] } else { vec![(50, 500, "a50"), (51, 510, "a51")] };
+    let append_rows: Vec<(i64, i64, &str)> =
+        if as_ours { vec![(100, 1000, "a100"), (101, 1010, "a101")] } else { vec![(50, 500, "a50"), (51, 510, "a51")] };
     let result = match op {
         Append | AppendNoTag => table.prepare_append(&[batch(table, &append_rows, op == Append)]).await,
         Delete if as_ours => table.prepare_delete("id % 2 = 0").await,
@@ -236,7 +237,8 @@ async fn prepare(table: &Table, op: Op, as_ours: bool) -> PreparedTransaction {
         UpdateTag if as_ours => table.prepare_update(&set("tag", "'u'"), Some("id < 3")).await,
         Update | UpdateTag => table.prepare_update(&set("x", "x * 2"), Some("id < 4")).await,
         Merge | MergeNoTag => {
-            let source: Vec<(i64, i64, &str)> = if as_ours { vec![(2, 222, "m2"), (100, 1000, "m100")] } else { vec![(2, 2000, "wm2"), (61, 610, "wm61")] };
+            let source: Vec<(i64, i64, &str)> =
+                if as_ours { vec![(2, 222, "m2"), (100, 1000, "m100")] } else { vec![(2, 2000, "wm2"), (61, 610, "wm61")] };
             table.prepare_merge(&[batch(table, &source, op == Merge)], &["id".to_string()]).await
         }
         Overwrite => {
@@ -261,7 +263,8 @@ async fn actual(table: &Table) -> (Vec<(i64, Option<i64>, Option<String>, Option
     let mut out = Vec::new();
     for b in all_rows(&latest).await {
         for i in 0..b.num_rows() {
-            let int64 = |name: &str| b.column_by_name(name).map(|c| c.as_primitive::<Int64Type>()).and_then(|c| c.is_valid(i).then(|| c.value(i)));
+            let int64 =
+                |name: &str| b.column_by_name(name).map(|c| c.as_primitive::<Int64Type>()).and_then(|c| c.is_valid(i).then(|| c.value(i)));
             let tag = b.column_by_name("tag").map(|c| c.as_string::<i32>()).and_then(|c| c.is_valid(i).then(|| c.value(i).to_string()));
             let extra = b.column_by_name("extra").and_then(|c| match c.data_type() {
                 concord::arrow::datatypes::DataType::Int32 => {
@@ -343,7 +346,9 @@ async fn run_cell(ours: Op, winner: Op, isolation: IsolationLevel, expected: Out
     let versions = table.latest().await.unwrap().version();
     let expected_versions = if matches!(got, R | X) && !nothing_left { 4 } else { 3 };
     if versions != expected_versions {
-        return Err(format!("latest version {versions}, expected {expected_versions}: a failed or abandoned transaction must leave no version"));
+        return Err(format!(
+            "latest version {versions}, expected {expected_versions}: a failed or abandoned transaction must leave no version"
+        ));
     }
     Ok(())
 }

@@ -61,7 +61,11 @@ fn processes_appending(server: &Server, processes: u64, appends: u64, rows: u64)
     ids.sort_unstable();
     assert_eq!(ids, (0..total * rows).collect::<Vec<_>>(), "{}: no row lost or duplicated", server.name);
     let max_attempts = outcomes.iter().map(|o| o["attempts"].as_u64().unwrap()).max().unwrap();
-    eprintln!("{}: {processes} processes x {appends} appends: {total} commits in {elapsed:.1} s ({:.1} commits/s), max attempts {max_attempts}", server.name, total as f64 / elapsed);
+    eprintln!(
+        "{}: {processes} processes x {appends} appends: {total} commits in {elapsed:.1} s ({:.1} commits/s), max attempts {max_attempts}",
+        server.name,
+        total as f64 / elapsed
+    );
 }
 
 #[test]
@@ -119,7 +123,11 @@ fn doctor_tells_safe_from_unsafe_stores() {
             let mut env = server.env();
             env.push(("AWS_ENDPOINT_URL_DYNAMODB".into(), moto.options["AWS_ENDPOINT_URL"].clone()));
             env.push(("CONCORD_COMMIT_COORDINATOR".into(), servers::COMMIT_TABLE.into()));
-            let s = Server { coordinator: Some(servers::COMMIT_TABLE.into()), options: env.iter().cloned().filter(|(k, _)| k.starts_with("AWS_")).collect(), ..server.clone() };
+            let s = Server {
+                coordinator: Some(servers::COMMIT_TABLE.into()),
+                options: env.iter().cloned().filter(|(k, _)| k.starts_with("AWS_")).collect(),
+                ..server.clone()
+            };
             tokio::runtime::Runtime::new().unwrap().block_on(s.prepare());
             let (code, out, err) = run_with(&env, &["doctor", &uri]);
             assert_eq!(code, 0, "s3rver + coordinator: {out} {err}");

@@ -13,9 +13,9 @@ use bytes::Bytes;
 use chrono::TimeDelta;
 use concord::{CommitOptions, Env, Operation, Schema, Table, TransactionRecord};
 
+use crate::common::*;
 use crate::conformance::{backends, Fixture};
 use crate::counting::Tally;
-use crate::common::*;
 
 /// Grows the table to `target` versions fast: each new version is the latest with no
 /// change (a property update), written straight through the coordinator.
@@ -99,7 +99,11 @@ async fn requests_per_commit_are_few_and_flat() {
         assert_eq!(small, large, "{}: requests do not grow with versions", f.name);
         if f.name == "s3" || f.name == "azure" {
             let expected = Costs { open: 2, cold_append: 4, warm_append: 2, lost_append: 5 };
-            assert_eq!(small, expected, "{}: LIST + GET to open; + data PUT + conditional PUT to append; a lost attempt adds a read and a PUT, the next one a read", f.name);
+            assert_eq!(
+                small, expected,
+                "{}: LIST + GET to open; + data PUT + conditional PUT to append; a lost attempt adds a read and a PUT, the next one a read",
+                f.name
+            );
         }
     }
 }

@@ -7,7 +7,8 @@ use std::time::Duration;
 use concord::object_store::memory::InMemory;
 use concord::object_store::path::Path;
 use concord::{
-    Clock, CommitError, CommitOptions, Env, LatestLookup, ObjectStoreCoordinator, Schema, StdRandom, StoreKind, Table, TableLocation, WriteError,
+    Clock, CommitError, CommitOptions, Env, LatestLookup, ObjectStoreCoordinator, Schema, StdRandom, StoreKind, Table, TableLocation,
+    WriteError,
 };
 
 use crate::common::*;
@@ -38,7 +39,9 @@ fn tasks_sharing_a_handle_share_versions() {
         let tasks: Vec<_> = (0..32i64)
             .map(|i| {
                 let table = table.clone();
-                tokio::spawn(async move { table.append(rows(table.schema(), [i * 10, i * 10 + 1]), &CommitOptions::default()).await.unwrap() })
+                tokio::spawn(
+                    async move { table.append(rows(table.schema(), [i * 10, i * 10 + 1]), &CommitOptions::default()).await.unwrap() },
+                )
             })
             .collect();
         let mut infos = Vec::new();
@@ -86,7 +89,11 @@ fn an_incompatible_member_of_a_group_fails_alone() {
         let late: Vec<_> = (0..4i64)
             .map(|i| {
                 use concord::arrow::array::{Float64Array, Int64Array, RecordBatch};
-                RecordBatch::try_new(late_schema.arrow_schema(), vec![Arc::new(Int64Array::from(vec![100 + i])), Arc::new(Float64Array::from(vec![1.0]))]).unwrap()
+                RecordBatch::try_new(
+                    late_schema.arrow_schema(),
+                    vec![Arc::new(Int64Array::from(vec![100 + i])), Arc::new(Float64Array::from(vec![1.0]))],
+                )
+                .unwrap()
             })
             .collect();
         let mut tasks = Vec::new();
@@ -110,7 +117,11 @@ fn an_incompatible_member_of_a_group_fails_alone() {
         let latest = table.latest().await.unwrap();
         assert_eq!(ids(&latest).await, vec![100, 101, 102, 103]);
         let history = latest.history().await.unwrap();
-        assert!(history.iter().any(|v| v.transactions.len() > 1), "the others shared a version: {:?}", history.iter().map(|v| v.transactions.len()).collect::<Vec<_>>());
+        assert!(
+            history.iter().any(|v| v.transactions.len() > 1),
+            "the others shared a version: {:?}",
+            history.iter().map(|v| v.transactions.len()).collect::<Vec<_>>()
+        );
     });
 }
 
@@ -153,7 +164,8 @@ fn staged_id(args: &[&str]) -> String {
 #[test]
 fn a_job_commit_makes_staged_transactions_one_version() {
     let t = TempTable::create();
-    let ids: Vec<String> = (0..3).map(|w| staged_id(&["append", &t.uri, &t.file(&format!("w{w}.csv"), &csv_rows(w * 10, 3)), "--stage"])).collect();
+    let ids: Vec<String> =
+        (0..3).map(|w| staged_id(&["append", &t.uri, &t.file(&format!("w{w}.csv"), &csv_rows(w * 10, 3)), "--stage"])).collect();
     ok(&["append", &t.uri, &t.file("meanwhile.csv", &csv_rows(100, 2))]);
     let mut args = vec!["commit", t.uri.as_str()];
     args.extend(ids.iter().map(String::as_str));
@@ -245,7 +257,10 @@ fn a_key_given_twice_in_one_group_commits_once() {
         for (key, infos) in &by_key {
             let written: Vec<_> = infos.iter().filter(|i| !i.idempotent_replay).collect();
             assert_eq!(written.len(), 1, "{key}: one of the two writes: {infos:?}");
-            assert!(infos.iter().all(|i| i.version == written[0].version && i.transaction_id == written[0].transaction_id), "{key}: both report the one commit: {infos:?}");
+            assert!(
+                infos.iter().all(|i| i.version == written[0].version && i.transaction_id == written[0].transaction_id),
+                "{key}: both report the one commit: {infos:?}"
+            );
         }
         let latest = table.latest().await.unwrap();
         assert_eq!(ids_of(&latest).await, (0..8).collect::<Vec<_>>(), "each key's rows once");

@@ -24,6 +24,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use chrono::{DateTime, TimeZone, Utc};
+use concord::{
+    Assignment, Clock, CommitError, CommitOptions, Env, RandomSource, RetryPolicy, Schema, StdRandom, StoreKind, Table, TableLocation,
+    WriteError,
+};
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use object_store::memory::InMemory;
@@ -31,10 +35,6 @@ use object_store::path::Path;
 use object_store::{
     CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore, PutMode, PutMultipartOptions, PutOptions,
     PutPayload, PutResult, Result,
-};
-use concord::{
-    Assignment, Clock, CommitError, CommitOptions, Env, RandomSource, RetryPolicy, Schema, StdRandom, StoreKind, Table, TableLocation,
-    WriteError,
 };
 
 use crate::common::*;
@@ -118,7 +118,10 @@ impl ObjectStore for SimStore {
         }
         let create = matches!(opts.mode, PutMode::Create);
         if create && self.roll(self.faults.spurious_precondition) {
-            return Err(object_store::Error::AlreadyExists { path: location.to_string(), source: "injected: spurious precondition failure".into() });
+            return Err(object_store::Error::AlreadyExists {
+                path: location.to_string(),
+                source: "injected: spurious precondition failure".into(),
+            });
         }
         let result = self.inner.put_opts(location, payload, opts).await?;
         self.jitter().await;
@@ -265,7 +268,8 @@ async fn check(table: &Table, seed: u64, outcomes: &[(u64, Outcomes)]) -> std::r
     for v in history.iter().skip(1) {
         // A shared version is its transactions applied in order.
         for t in &v.transactions {
-            let (w, i) = t.idempotency_key.as_deref().and_then(|k| k.strip_prefix('w')?.split_once("-o")).ok_or("a transaction without a key")?;
+            let (w, i) =
+                t.idempotency_key.as_deref().and_then(|k| k.strip_prefix('w')?.split_once("-o")).ok_or("a transaction without a key")?;
             apply(&mut state, &plan(seed, w.parse().unwrap(), i.parse().unwrap()));
         }
         let version = latest.checkout(v.version).await.map_err(|e| e.to_string())?;
@@ -298,7 +302,13 @@ fn simulate(seed: u64) -> std::result::Result<(usize, u64), String> {
             spurious_precondition: setup.next_u64() % 40,
             read_error: setup.next_u64() % 15,
         };
-        let store = Arc::new(SimStore { inner: InMemory::new(), random: StdRandom::seeded(seed ^ 1), faults, on: AtomicBool::new(false), injected: AtomicU64::new(0) });
+        let store = Arc::new(SimStore {
+            inner: InMemory::new(),
+            random: StdRandom::seeded(seed ^ 1),
+            faults,
+            on: AtomicBool::new(false),
+            injected: AtomicU64::new(0),
+        });
         let env = Env { clock: Arc::new(SimClock::default()), random: Arc::new(StdRandom::seeded(seed ^ 2)) };
         let location = TableLocation::on_store("memory://sim", store.clone(), Path::from("t"), StoreKind::Memory);
         let table = Table::create(location.clone(), env.clone(), Schema::parse(SCHEMA).unwrap()).await.map_err(|e| e.to_string())?;
@@ -308,7 +318,11 @@ fn simulate(seed: u64) -> std::result::Result<(usize, u64), String> {
         // share versions); odd ones have their own (as processes).
         let mut handles = Vec::new();
         for w in 0..writers {
-            handles.push(if w % 2 == 0 { table.clone() } else { Table::open(location.clone(), env.clone()).await.map_err(|e| e.to_string())? });
+            handles.push(if w % 2 == 0 {
+                table.clone()
+            } else {
+                Table::open(location.clone(), env.clone()).await.map_err(|e| e.to_string())?
+            });
         }
         store.on.store(true, Ordering::SeqCst);
         let tasks: Vec<_> = handles.into_iter().enumerate().map(|(w, handle)| tokio::spawn(writer(handle, seed, w as u64, ops))).collect();
@@ -357,10 +371,14 @@ fn seeded_simulation_with_injected_faults() {
         let (start, end): (u64, u64) = (start.parse().expect("a start seed"), end.parse().expect("an end seed"));
         let started = std::time::Instant::now();
         let (runs, versions, injected) = run_seeds(start..end);
-        eprintln!("seeds {start}..{end}: {runs} passed, {versions} versions checked, {injected} faults injected, {:.1} s", started.elapsed().as_secs_f64());
+        eprintln!(
+            "seeds {start}..{end}: {runs} passed, {versions} versions checked, {injected} faults injected, {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
         return;
     }
-    let fresh_base = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 % 1_000_000_000 + 1_000_000;
+    let fresh_base =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 % 1_000_000_000 + 1_000_000;
     eprintln!("fresh seeds {fresh_base}..{}", fresh_base + FRESH);
     let started = std::time::Instant::now();
     let (runs, versions, injected) = run_seeds(REGRESSIONS.iter().copied().chain(FIXED).chain(fresh_base..fresh_base + FRESH));

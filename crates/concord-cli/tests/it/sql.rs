@@ -42,7 +42,14 @@ fn csv(rows: &[Row]) -> String {
     let mut s = String::from("id,grp,qty,price,day,at\n");
     for r in rows {
         let at = r.at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-        s.push_str(&format!("{},{},{},{},{},{at}\n", r.id, r.grp.unwrap_or(""), r.qty.map(|q| q.to_string()).unwrap_or_default(), r.price, r.day));
+        s.push_str(&format!(
+            "{},{},{},{},{},{at}\n",
+            r.id,
+            r.grp.unwrap_or(""),
+            r.qty.map(|q| q.to_string()).unwrap_or_default(),
+            r.price,
+            r.day
+        ));
     }
     s
 }
@@ -81,7 +88,11 @@ fn assert_answers(uri: &str, groups_uri: &str, rows: &[Row], extra: &[&str]) {
     let extra: Vec<&str> = args.iter().map(String::as_str).collect();
 
     // Aggregates, NULLs skipped by count(col) and sum.
-    let got = query(uri, "SELECT count(*) AS n, count(qty) AS nq, sum(qty) AS sq, min(price) AS lo, max(price) AS hi, sum(price) AS sp FROM t", &extra);
+    let got = query(
+        uri,
+        "SELECT count(*) AS n, count(qty) AS nq, sum(qty) AS sq, min(price) AS lo, max(price) AS hi, sum(price) AS sp FROM t",
+        &extra,
+    );
     let qtys: Vec<i64> = rows.iter().filter_map(|r| r.qty).collect();
     let prices = rows.iter().map(|r| r.price);
     assert_eq!(int(&got[0]["n"]), Some(rows.len() as i64), "{got:?}");
@@ -114,7 +125,11 @@ fn assert_answers(uri: &str, groups_uri: &str, rows: &[Row], extra: &[&str]) {
     assert_eq!(got.iter().map(|r| r["id"].as_i64().unwrap()).collect::<Vec<_>>(), expected);
 
     // A join with a second table (rows whose grp is NULL join nothing).
-    let got = query(uri, "SELECT g.label, count(*) AS n, sum(t.qty) AS sq FROM t JOIN g ON t.grp = g.grp GROUP BY g.label ORDER BY g.label", &extra);
+    let got = query(
+        uri,
+        "SELECT g.label, count(*) AS n, sum(t.qty) AS sq FROM t JOIN g ON t.grp = g.grp GROUP BY g.label ORDER BY g.label",
+        &extra,
+    );
     let labels = [("a", "alpha"), ("b", "beta"), ("c", "gamma")];
     let expected: Vec<(String, i64, Option<i64>)> = labels
         .iter()
@@ -124,7 +139,8 @@ fn assert_answers(uri: &str, groups_uri: &str, rows: &[Row], extra: &[&str]) {
             (!members.is_empty()).then(|| (label.to_string(), members.len() as i64, (!qtys.is_empty()).then(|| qtys.iter().sum())))
         })
         .collect();
-    let got: Vec<(String, i64, Option<i64>)> = got.iter().map(|g| (g["label"].as_str().unwrap().to_string(), g["n"].as_i64().unwrap(), g["sq"].as_i64())).collect();
+    let got: Vec<(String, i64, Option<i64>)> =
+        got.iter().map(|g| (g["label"].as_str().unwrap().to_string(), g["n"].as_i64().unwrap(), g["sq"].as_i64())).collect();
     assert_eq!(got, expected);
 
     // NULLs counted by IS NULL, never by comparisons.
@@ -195,7 +211,10 @@ fn formats_follow_scan() {
     ok(&["append", &t.uri, &file]);
     let q = "SELECT id, name, score FROM t ORDER BY id";
     assert_eq!(ok(&["sql", &t.uri, q, "--format", "csv"]), "id,name,score\n1,,0.5\n2,\"\",\n");
-    assert_eq!(ok(&["sql", &t.uri, q, "--format", "json"]), "{\"id\":1,\"name\":null,\"score\":0.5}\n{\"id\":2,\"name\":\"\",\"score\":null}\n");
+    assert_eq!(
+        ok(&["sql", &t.uri, q, "--format", "json"]),
+        "{\"id\":1,\"name\":null,\"score\":0.5}\n{\"id\":2,\"name\":\"\",\"score\":null}\n"
+    );
     let table = ok(&["sql", &t.uri, "SELECT count(*) AS rows FROM t"]);
     assert!(table.contains("| rows |") && table.contains("| 2    |"), "{table}");
     assert_eq!(ok(&["sql", &t.uri, "SELECT id FROM t WHERE id > 5", "--format", "csv"]), "id\n", "no rows: the header");
@@ -227,7 +246,8 @@ fn queries_see_one_version_while_writers_commit() {
     let mut seen = std::collections::BTreeSet::new();
     while !(appender.is_finished() && updater.is_finished()) || seen.len() < 3 {
         let got = query(&t.uri, "SELECT count(*) AS n, count(DISTINCT id) AS d, min(id) AS lo, max(id) AS hi FROM t", &[]);
-        let (n, d, lo, hi) = (int(&got[0]["n"]).unwrap(), int(&got[0]["d"]).unwrap(), int(&got[0]["lo"]).unwrap(), int(&got[0]["hi"]).unwrap());
+        let (n, d, lo, hi) =
+            (int(&got[0]["n"]).unwrap(), int(&got[0]["d"]).unwrap(), int(&got[0]["lo"]).unwrap(), int(&got[0]["hi"]).unwrap());
         assert!(n == d && n % 100 == 0 && lo == 0 && hi == n - 1, "a partial version: {got:?}");
         seen.insert(n);
         if appender.is_finished() && updater.is_finished() && seen.len() < 3 {
@@ -332,7 +352,11 @@ fn copy_dir(dir: &std::path::Path, to: &std::path::Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(dir).unwrap().flatten() {
         let target = to.join(entry.file_name());
-        if entry.path().is_dir() { copy_dir(&entry.path(), &target) } else { std::fs::copy(entry.path(), target).map(|_| ()).unwrap() }
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &target)
+        } else {
+            std::fs::copy(entry.path(), target).map(|_| ()).unwrap()
+        }
     }
 }
 
@@ -379,7 +403,10 @@ fn mistakes_are_refused_and_nothing_is_written() {
     ];
     for statement in &writes {
         let stderr = fails(&["sql", &t.uri, statement, "--table", &named], 2);
-        assert!(stderr.contains("only queries") || stderr.contains("not supported") || stderr.contains("Unsupported"), "{statement}: {stderr}");
+        assert!(
+            stderr.contains("only queries") || stderr.contains("not supported") || stderr.contains("Unsupported"),
+            "{statement}: {stderr}"
+        );
     }
     assert!(!std::path::Path::new(&target).exists(), "COPY wrote nothing");
     assert_eq!(snapshot(&t), before, "nothing committed");

@@ -54,7 +54,10 @@ fn stress_rejects_bad_arguments() {
 #[test]
 fn stress_with_many_tasks_per_process_shares_versions_and_loses_nothing() {
     let t = TempTable::uncreated();
-    let r = report(&[], &["stress", &t.uri, "--writers", "4", "--tasks", "64", "--ops", "128", "--rows", "3", "--mix", "append=1", "--seed", "5"]);
+    let r = report(
+        &[],
+        &["stress", &t.uri, "--writers", "4", "--tasks", "64", "--ops", "128", "--rows", "3", "--mix", "append=1", "--seed", "5"],
+    );
     assert_eq!((r["tasks"].as_u64(), r["commits"].as_u64(), r["failed"].as_u64()), (Some(64), Some(512), Some(0)), "{r}");
     assert_eq!(r["transactions"].as_u64(), Some(512), "{r}");
     assert!(r["versions"].as_u64().unwrap() < 512 / 2, "tasks shared versions: {r}");

@@ -23,7 +23,8 @@ fn vacuum_keeps_the_latest_and_removes_the_rest() {
     assert!(err.contains("--allow-short-retention"), "{err}");
     let before = tree(&t.path()).len();
     std::thread::sleep(Duration::from_millis(50));
-    let out: serde_json::Value = serde_json::from_str(&ok(&["vacuum", &t.uri, "--older-than", "0s", "--allow-short-retention", "--json"])).unwrap();
+    let out: serde_json::Value =
+        serde_json::from_str(&ok(&["vacuum", &t.uri, "--older-than", "0s", "--allow-short-retention", "--json"])).unwrap();
     assert_eq!(out["versions_removed"], 5, "{out}");
     assert_eq!(out["oldest_retained"], 5, "{out}");
     assert!(out["objects_removed"].as_u64().unwrap() > 0, "{out}");
@@ -175,7 +176,14 @@ fn vacuum_running_with_writers_loses_nothing_on_s3_and_through_dynamodb() {
             server.prepare().await;
             // moto serves one request at a time (vacuum's listings among them): writes
             // are slower there, so the retention is longer.
-            vacuum_with_writers(server.resolver(), &server.fresh_uri("vacuum"), server.name, Duration::from_secs(15), Duration::from_secs(20)).await
+            vacuum_with_writers(
+                server.resolver(),
+                &server.fresh_uri("vacuum"),
+                server.name,
+                Duration::from_secs(15),
+                Duration::from_secs(20),
+            )
+            .await
         });
     }
 }

@@ -42,7 +42,9 @@ fn unexpected_open_error(e: OpenError) -> Unexpected {
     match e {
         OpenError::Storage(s) => Unexpected::Storage(s),
         OpenError::Corrupt(c) => Unexpected::Corrupt(c),
-        OpenError::UnsupportedFormat { path, found, supported } => Unexpected::Unavailable(Unavailable::NewerFormat { path, found, supported }),
+        OpenError::UnsupportedFormat { path, found, supported } => {
+            Unexpected::Unavailable(Unavailable::NewerFormat { path, found, supported })
+        }
         OpenError::NotFound { uri } | OpenError::NotATable { uri } => Unexpected::Unavailable(Unavailable::TableGone { uri }),
         other @ (OpenError::VersionNotFound { .. } | OpenError::NoVersionAt { .. } | OpenError::Removed { .. }) => {
             Unexpected::Unavailable(Unavailable::VersionGone { what: other.to_string() })

@@ -174,8 +174,11 @@ pub enum PredicateError {
         reason: String,
     },
     /// Deeper expressions would exhaust the stack while being planned and evaluated.
-    #[error("'{}' has {operators} operators or nesting levels; the limit is {limit}. Split the work into several \
-             statements, or use `column IN (v1, v2, ...)` instead of long OR chains", abbreviate(sql))]
+    #[error(
+        "'{}' has {operators} operators or nesting levels; the limit is {limit}. Split the work into several \
+             statements, or use `column IN (v1, v2, ...)` instead of long OR chains",
+        abbreviate(sql)
+    )]
     TooComplex {
         /// The expression.
         sql: String,

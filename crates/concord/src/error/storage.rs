@@ -87,7 +87,9 @@ pub enum DynamoDbError {
 
 /// A metadata object larger than any Concord writes (the cause of a storage error).
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("the object is {size} bytes, more than the {limit} bytes of any metadata Concord writes: it is corrupt or was not written by Concord")]
+#[error(
+    "the object is {size} bytes, more than the {limit} bytes of any metadata Concord writes: it is corrupt or was not written by Concord"
+)]
 #[non_exhaustive]
 pub struct OversizedObject {
     /// The object's size.

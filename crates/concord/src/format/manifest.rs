@@ -381,9 +381,7 @@ impl Operation {
             | Operation::Overwrite { fragments }
             | Operation::ReplaceWhere { fragments, .. }
             | Operation::Update { fragments, .. }
-            | Operation::Merge { fragments, .. } => {
-                fragments.iter().map(|f| f.rows).sum()
-            }
+            | Operation::Merge { fragments, .. } => fragments.iter().map(|f| f.rows).sum(),
             // A compaction moves rows; it adds none.
             Operation::Create
             | Operation::Restore { .. }
@@ -516,7 +514,9 @@ impl Operation {
         match self {
             Operation::Append { fragments } if fragments.is_empty() => Some("the input has no rows"),
             Operation::Delete { deletions, .. } if deletions.is_empty() => Some("no row matches the predicate"),
-            Operation::Update { deletions, fragments, .. } if deletions.is_empty() && fragments.is_empty() => Some("no row matches the predicate"),
+            Operation::Update { deletions, fragments, .. } if deletions.is_empty() && fragments.is_empty() => {
+                Some("no row matches the predicate")
+            }
             Operation::Merge { fragments, deletions, .. } if fragments.is_empty() && deletions.is_empty() => Some("the source has no rows"),
             Operation::ReplaceWhere { deletions, fragments, .. } if deletions.is_empty() && fragments.is_empty() => {
                 Some("the input has no rows and no row matches the predicate")
@@ -539,7 +539,9 @@ impl Operation {
                 .map(|d| d.path.as_str())
                 .chain(fragments.iter().flat_map(|f| f.files.iter().map(|d| d.path.as_str())))
                 .collect(),
-            Operation::Compact { groups, .. } => groups.iter().flat_map(|g| g.outputs.iter().flat_map(|f| f.files.iter().map(|d| d.path.as_str()))).collect(),
+            Operation::Compact { groups, .. } => {
+                groups.iter().flat_map(|g| g.outputs.iter().flat_map(|f| f.files.iter().map(|d| d.path.as_str()))).collect()
+            }
             Operation::Create
             | Operation::Restore { .. }
             | Operation::AddColumn { .. }

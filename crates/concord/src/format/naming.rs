@@ -74,7 +74,9 @@ pub(crate) fn check_inside(relative: &str, dir: &str) -> Result<(), String> {
     let name = relative.strip_prefix(dir).and_then(|r| r.strip_prefix('/'));
     match name {
         Some(n) if !n.is_empty() && !n.contains(['/', '\\', ':']) && n != "." && n != ".." => Ok(()),
-        _ => Err(format!("it names '{relative}', which is not an object of the table's {dir}/ folder (refusing to read outside the table)")),
+        _ => {
+            Err(format!("it names '{relative}', which is not an object of the table's {dir}/ folder (refusing to read outside the table)"))
+        }
     }
 }
 
@@ -90,7 +92,17 @@ mod tests {
     #[test]
     fn paths_outside_the_table_are_refused() {
         assert!(check_inside("data/1c9e.parquet", "data").is_ok());
-        for bad in ["../data/x.parquet", "data/../../etc/passwd", "/data/x", "s3://other/data/x", "data/", "data/a/b", "_segments/x.json", "data/..", "data/c:\\x"] {
+        for bad in [
+            "../data/x.parquet",
+            "data/../../etc/passwd",
+            "/data/x",
+            "s3://other/data/x",
+            "data/",
+            "data/a/b",
+            "_segments/x.json",
+            "data/..",
+            "data/c:\\x",
+        ] {
             assert!(check_inside(bad, "data").is_err(), "{bad}");
         }
     }

@@ -449,7 +449,13 @@ mod tests {
         let s = ColumnSpec::parse("defaulted varchar DEFAULT 'a, b'").unwrap();
         assert_eq!((s.name.as_str(), s.default_sql.as_deref()), ("defaulted", Some("'a, b'")));
         assert!(ColumnSpec::parse("x int default").is_err());
-        let f = Field { id: 3, name: "x".into(), column_type: ColumnType::Timestamp, nullable: true, default: Some("2024-01-02T03:04:05Z".into()) };
+        let f = Field {
+            id: 3,
+            name: "x".into(),
+            column_type: ColumnType::Timestamp,
+            nullable: true,
+            default: Some("2024-01-02T03:04:05Z".into()),
+        };
         let a = f.default_array(3);
         assert_eq!((a.len(), a.null_count()), (3, 0));
     }

@@ -4,8 +4,6 @@
 //! renamed column still reads its old files and a column added later reads as its
 //! default (NULL without one).
 
-
-
 use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow::compute::{cast_with_options, CastOptions};
 use arrow::datatypes::SchemaRef;
@@ -27,9 +25,11 @@ pub(crate) fn to_table_columns(
         .iter()
         .zip(target.fields().iter())
         .map(|(field, out)| {
-            let found = batch.schema().fields().iter().position(|bf| {
-                file_schema.index_of(bf.name()).ok().and_then(|i| file_fields.get(i)).copied() == Some(field.id)
-            });
+            let found = batch
+                .schema()
+                .fields()
+                .iter()
+                .position(|bf| file_schema.index_of(bf.name()).ok().and_then(|i| file_fields.get(i)).copied() == Some(field.id));
             match found {
                 Some(i) if batch.column(i).data_type() == out.data_type() => Ok(batch.column(i).clone()),
                 // Files are written in the table's types; a value that does not convert
@@ -46,4 +46,3 @@ pub(crate) fn to_table_columns(
 pub(crate) fn file_column(file_fields: &[u32], id: u32) -> Option<usize> {
     file_fields.iter().position(|f| *f == id)
 }
-

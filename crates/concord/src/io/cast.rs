@@ -80,7 +80,8 @@ fn first_overflow(input: &ArrayRef, output: &ArrayRef) -> Option<usize> {
 /// Conversions that succeed while changing the value: a fraction into an integer, a
 /// time of day into a date.
 fn may_round(from: &DataType, to: &DataType) -> bool {
-    let fractional = matches!(from, DataType::Float16 | DataType::Float32 | DataType::Float64 | DataType::Decimal128(..) | DataType::Decimal256(..));
+    let fractional =
+        matches!(from, DataType::Float16 | DataType::Float32 | DataType::Float64 | DataType::Decimal128(..) | DataType::Decimal256(..));
     (fractional && to.is_integer()) || (matches!(from, DataType::Timestamp(..) | DataType::Date64) && matches!(to, DataType::Date32))
 }
 
@@ -96,7 +97,11 @@ pub(crate) fn assignable(from: &DataType, to: ColumnType) -> bool {
         _ => match to {
             Boolean => text || matches!(from, DataType::Boolean),
             Int | Bigint | Float | Double => text || number,
-            Varchar => text || number || temporal || matches!(from, DataType::Boolean | DataType::Binary | DataType::LargeBinary | DataType::BinaryView),
+            Varchar => {
+                text || number
+                    || temporal
+                    || matches!(from, DataType::Boolean | DataType::Binary | DataType::LargeBinary | DataType::BinaryView)
+            }
             Binary => text || matches!(from, DataType::Binary | DataType::LargeBinary | DataType::BinaryView),
             Date | Timestamp => text || temporal,
         },

@@ -85,7 +85,12 @@ impl<R: BufRead> CsvRecords<R> {
                     }
                     None | Some(b'\n') => end_of_record = true,
                     Some(b'\r') if matches!(self.buf.get(pos + 1), None | Some(b'\n')) => end_of_record = true,
-                    Some(_) => return Err(format!("line {}: text after a closing quote; a quote inside a quoted field is written \"\"", self.line)),
+                    Some(_) => {
+                        return Err(format!(
+                            "line {}: text after a closing quote; a quote inside a quoted field is written \"\"",
+                            self.line
+                        ))
+                    }
                 }
             } else {
                 loop {
@@ -110,7 +115,8 @@ impl<R: BufRead> CsvRecords<R> {
                     }
                 }
             }
-            let text = String::from_utf8(std::mem::take(&mut field)).map_err(|_| format!("line {}: the text is not valid UTF-8", self.line))?;
+            let text =
+                String::from_utf8(std::mem::take(&mut field)).map_err(|_| format!("line {}: the text is not valid UTF-8", self.line))?;
             fields.push(CsvField { text, quoted });
             if end_of_record {
                 return Ok(Some(start));
@@ -162,11 +168,14 @@ mod tests {
     #[test]
     fn quoting_and_line_breaks() {
         let got = records("\u{feff}a,b\r\n1,\"\"\n\n,\"x,\"\"y\"\"\nz\"\n").unwrap();
-        assert_eq!(got, vec![
-            (1, vec![f("a", false), f("b", false)]),
-            (2, vec![f("1", false), f("", true)]),
-            (4, vec![f("", false), f("x,\"y\"\nz", true)]),
-        ]);
+        assert_eq!(
+            got,
+            vec![
+                (1, vec![f("a", false), f("b", false)]),
+                (2, vec![f("1", false), f("", true)]),
+                (4, vec![f("", false), f("x,\"y\"\nz", true)]),
+            ]
+        );
         assert_eq!(records("a,\n").unwrap(), vec![(1, vec![f("a", false), f("", false)])]);
         assert!(records("a,\"b\n").unwrap_err().contains("not closed"));
         assert!(records("\"a\"b\n").unwrap_err().contains("closing quote"));

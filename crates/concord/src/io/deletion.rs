@@ -80,11 +80,16 @@ mod tests {
         let deleted: RoaringBitmap = [1u32, 2, 7, 12].into_iter().collect();
         // Row groups 0..5 and 10..15 chosen (5..10 pruned).
         let s = selection(&[0..5, 10..15], &deleted);
-        let kept: Vec<usize> = s.iter().scan(0usize, |pos, sel| {
-            let start = *pos;
-            *pos += sel.row_count;
-            Some((sel.skip, start..*pos))
-        }).filter(|(skip, _)| !skip).flat_map(|(_, r)| r).collect();
+        let kept: Vec<usize> = s
+            .iter()
+            .scan(0usize, |pos, sel| {
+                let start = *pos;
+                *pos += sel.row_count;
+                Some((sel.skip, start..*pos))
+            })
+            .filter(|(skip, _)| !skip)
+            .flat_map(|(_, r)| r)
+            .collect();
         // Positions in the concatenation: 0..5 are rows 0..5, 5..10 are rows 10..15.
         assert_eq!(kept, vec![0, 3, 4, 5, 6, 8, 9]);
     }

@@ -41,7 +41,8 @@ impl DataFileReader {
 
     fn check_pages(&self, range: &Range<u64>, bytes: &Bytes) -> Result<()> {
         match self.chunk_starts.get(&range.start) {
-            Some(chunk) => page_check::check_chunk(bytes, *chunk).map_err(|reason| ParquetError::General(format!("corrupt column chunk at byte {}: {reason}", range.start))),
+            Some(chunk) => page_check::check_chunk(bytes, *chunk)
+                .map_err(|reason| ParquetError::General(format!("corrupt column chunk at byte {}: {reason}", range.start))),
             None => Ok(()),
         }
     }
@@ -109,8 +110,11 @@ impl AsyncFileReader for DataFileReader {
             let size = self.size;
             self.fetch_footer().await?;
             let prefetch = self.footer.as_ref().map_or(FOOTER_PREFETCH, |(_, tail)| tail.len());
-            let metadata =
-                ParquetMetaDataReader::new().with_arrow_reader_options(options).with_prefetch_hint(Some(prefetch)).load_and_finish(&mut *self, size).await?;
+            let metadata = ParquetMetaDataReader::new()
+                .with_arrow_reader_options(options)
+                .with_prefetch_hint(Some(prefetch))
+                .load_and_finish(&mut *self, size)
+                .await?;
             self.footer = None;
             check_metadata(&metadata, size)?;
             for column in metadata.row_groups().iter().flat_map(|g| g.columns()) {

@@ -51,9 +51,9 @@ fn plain_field_is_valid(field: &arrow_ipc::Field<'_>, little_endian: bool) -> bo
         Type::LargeUtf8 => field.type_as_large_utf_8().is_some(),
         Type::Utf8View => field.type_as_utf_8_view().is_some(),
         Type::Int => field.type_as_int().is_some_and(|i| matches!(i.bitWidth(), 8 | 16 | 32 | 64)),
-        Type::FloatingPoint => field
-            .type_as_floating_point()
-            .is_some_and(|f| matches!(f.precision(), Precision::HALF | Precision::SINGLE | Precision::DOUBLE)),
+        Type::FloatingPoint => {
+            field.type_as_floating_point().is_some_and(|f| matches!(f.precision(), Precision::HALF | Precision::SINGLE | Precision::DOUBLE))
+        }
         Type::Date => field.type_as_date().is_some_and(|d| matches!(d.unit(), DateUnit::DAY | DateUnit::MILLISECOND)),
         Type::Time => field.type_as_time().is_some_and(|t| {
             matches!(
@@ -61,15 +61,13 @@ fn plain_field_is_valid(field: &arrow_ipc::Field<'_>, little_endian: bool) -> bo
                 (32, TimeUnit::SECOND | TimeUnit::MILLISECOND) | (64, TimeUnit::MICROSECOND | TimeUnit::NANOSECOND)
             )
         }),
-        Type::Timestamp => field.type_as_timestamp().is_some_and(|t| {
-            matches!(t.unit(), TimeUnit::SECOND | TimeUnit::MILLISECOND | TimeUnit::MICROSECOND | TimeUnit::NANOSECOND)
-        }),
+        Type::Timestamp => field
+            .type_as_timestamp()
+            .is_some_and(|t| matches!(t.unit(), TimeUnit::SECOND | TimeUnit::MILLISECOND | TimeUnit::MICROSECOND | TimeUnit::NANOSECOND)),
         Type::Decimal => {
             little_endian
                 && field.type_as_decimal().is_some_and(|d| {
-                    matches!(d.bitWidth(), 32 | 64 | 128 | 256)
-                        && u8::try_from(d.precision()).is_ok()
-                        && i8::try_from(d.scale()).is_ok()
+                    matches!(d.bitWidth(), 32 | 64 | 128 | 256) && u8::try_from(d.precision()).is_ok() && i8::try_from(d.scale()).is_ok()
                 })
         }
         _ => false,
@@ -153,7 +151,8 @@ mod tests {
     #[test]
     fn plain_embedded_schemas_are_used_others_are_not() {
         let ts = TimestampSecondArray::from(vec![1]).with_timezone("+01:00");
-        let plain = RecordBatch::try_from_iter([("a", Arc::new(Int64Array::from(vec![1])) as ArrayRef), ("t", Arc::new(ts) as ArrayRef)]).unwrap();
+        let plain =
+            RecordBatch::try_from_iter([("a", Arc::new(Int64Array::from(vec![1])) as ArrayRef), ("t", Arc::new(ts) as ArrayRef)]).unwrap();
         assert!(embedded_arrow_schema_is_safe(&footer_of(&plain)));
         let list = ListArray::from_iter_primitive::<Int64Type, _, _>(vec![Some(vec![Some(1)])]);
         let nested = RecordBatch::try_from_iter([("l", Arc::new(list) as ArrayRef)]).unwrap();

@@ -152,7 +152,9 @@ impl<'a> Ctx<'a> {
         let mut mapped = Vec::new();
         for name in names {
             let field = self.schema.resolve(name).map_err(|e| match e {
-                ColumnNameError::Unknown { known, .. } => InputError::UnknownColumn { file: self.file.to_string(), column: name.to_string(), known },
+                ColumnNameError::Unknown { known, .. } => {
+                    InputError::UnknownColumn { file: self.file.to_string(), column: name.to_string(), known }
+                }
                 ColumnNameError::Ambiguous { candidates, .. } => {
                     InputError::AmbiguousColumn { file: self.file.to_string(), column: name.to_string(), candidates }
                 }
@@ -224,7 +226,13 @@ impl<'a> Ctx<'a> {
 
     /// Casts one column to its table type, exactly (see [`super::cast`]): a value that
     /// does not convert is an `InvalidValue` naming its line and the value.
-    fn cast_checked(&self, input: &ArrayRef, field: &Field, first_row: usize, line_of: &dyn Fn(usize) -> u64) -> Result<ArrayRef, InputError> {
+    fn cast_checked(
+        &self,
+        input: &ArrayRef,
+        field: &Field,
+        first_row: usize,
+        line_of: &dyn Fn(usize) -> u64,
+    ) -> Result<ArrayRef, InputError> {
         cast::to_column(input, field.column_type).map_err(|e| match e {
             CastFailure::Type { found } => self.mismatch(&field.name, field.column_type, found),
             CastFailure::Value { row, value } => InputError::InvalidValue {
@@ -272,9 +280,8 @@ fn read_csv(path: &Path, ctx: &mut Ctx<'_>, sink: &mut Sink<'_>) -> Result<(), I
     }
     let header: Vec<String> = fields.iter().map(|f| f.text.trim().to_string()).collect();
     ctx.map_names(header.iter().map(String::as_str))?;
-    let text_schema = Arc::new(ArrowSchema::new(
-        header.iter().map(|h| arrow::datatypes::Field::new(h, DataType::Utf8, true)).collect::<Vec<_>>(),
-    ));
+    let text_schema =
+        Arc::new(ArrowSchema::new(header.iter().map(|h| arrow::datatypes::Field::new(h, DataType::Utf8, true)).collect::<Vec<_>>()));
     let mut first_row = 0usize;
     let mut columns: Vec<Vec<Option<String>>> = vec![Vec::with_capacity(BATCH_SIZE); header.len()];
     let mut lines: Vec<u64> = Vec::with_capacity(BATCH_SIZE);
@@ -292,8 +299,9 @@ fn read_csv(path: &Path, ctx: &mut Ctx<'_>, sink: &mut Sink<'_>) -> Result<(), I
         if lines.len() == BATCH_SIZE || (line.is_none() && !lines.is_empty()) {
             let arrays: Vec<ArrayRef> = columns.iter_mut().map(|c| Arc::new(StringArray::from(std::mem::take(c))) as ArrayRef).collect();
             let rows = lines.len();
-            let batch = RecordBatch::try_new_with_options(text_schema.clone(), arrays, &RecordBatchOptions::new().with_row_count(Some(rows)))
-                .map_err(|e| ctx.unparsable(e))?;
+            let batch =
+                RecordBatch::try_new_with_options(text_schema.clone(), arrays, &RecordBatchOptions::new().with_row_count(Some(rows)))
+                    .map_err(|e| ctx.unparsable(e))?;
             let batch_lines = std::mem::take(&mut lines);
             sink(ctx.conform(&batch, first_row, &|row| batch_lines[row - first_row])?, ctx)?;
             first_row += rows;
@@ -308,8 +316,7 @@ fn read_csv(path: &Path, ctx: &mut Ctx<'_>, sink: &mut Sink<'_>) -> Result<(), I
 /// against the table; values are decoded in their JSON type, then cast to the table type.
 fn read_json(path: &Path, ctx: &mut Ctx<'_>, sink: &mut Sink<'_>) -> Result<(), InputError> {
     let mut reader = BufReader::new(ctx.open(path)?);
-    let (inferred, records) =
-        arrow::json::reader::infer_json_schema_from_seekable(&mut reader, None).map_err(|e| ctx.unparsable(e))?;
+    let (inferred, records) = arrow::json::reader::infer_json_schema_from_seekable(&mut reader, None).map_err(|e| ctx.unparsable(e))?;
     let mut fields: Vec<_> = inferred.fields().iter().cloned().collect();
     fields.sort_by(|a, b| a.name().cmp(b.name()));
     ctx.map_names(fields.iter().map(|f| f.name().as_str()))?;
@@ -322,15 +329,17 @@ fn read_json(path: &Path, ctx: &mut Ctx<'_>, sink: &mut Sink<'_>) -> Result<(), 
     let line_of = |row: usize| json_record_line(path, row);
     if fields.is_empty() {
         // Only empty objects (or no records): every present row is all nulls.
-        let batch = RecordBatch::try_new_with_options(Arc::new(ArrowSchema::empty()), vec![], &RecordBatchOptions::new().with_row_count(Some(records)))
-            .map_err(|e| ctx.unparsable(e))?;
+        let batch = RecordBatch::try_new_with_options(
+            Arc::new(ArrowSchema::empty()),
+            vec![],
+            &RecordBatchOptions::new().with_row_count(Some(records)),
+        )
+        .map_err(|e| ctx.unparsable(e))?;
         return sink(ctx.conform(&batch, 0, &line_of)?, ctx);
     }
     let decode_schema = Arc::new(ArrowSchema::new(fields));
-    let decoder = arrow::json::ReaderBuilder::new(decode_schema.clone())
-        .with_batch_size(BATCH_SIZE)
-        .build(reader)
-        .map_err(|e| ctx.unparsable(e))?;
+    let decoder =
+        arrow::json::ReaderBuilder::new(decode_schema.clone()).with_batch_size(BATCH_SIZE).build(reader).map_err(|e| ctx.unparsable(e))?;
     let mut first_row = 0;
     for batch in decoder {
         let batch = batch.map_err(|e| json_decode_error(path, ctx, &decode_schema, e))?;
@@ -448,8 +457,8 @@ fn read_parquet(path: &Path, ctx: &mut Ctx<'_>, sink: &mut Sink<'_>) -> Result<(
 mod tests {
     use super::*;
     use arrow::array::{AsArray, Int32Array, Int64Array};
-    use arrow::datatypes::TimestampMicrosecondType;
     use arrow::datatypes::Int64Type;
+    use arrow::datatypes::TimestampMicrosecondType;
     use parquet::arrow::ArrowWriter;
 
     fn write(dir: &tempfile::TempDir, name: &str, contents: &str) -> std::path::PathBuf {
@@ -674,9 +683,11 @@ mod tests {
     fn ndjson_empty_objects_and_no_rows() {
         let dir = tempfile::tempdir().unwrap();
         let schema = Schema::parse("name varchar").unwrap();
-        let path = write(&dir, "e.ndjson", "{}
+        let path = write(
+            &dir, "e.ndjson", "{}
 {}
-");
+",
+        );
         assert_eq!(read(&path, &schema).unwrap()[0].num_rows(), 2);
         let empty = write(&dir, "z.json", "");
         assert!(read(&empty, &schema).unwrap().is_empty());
@@ -688,6 +699,8 @@ mod tests {
         let out = conform_batch(&input, &schema(), "batch 0", Required::Always).unwrap().batches.remove(0);
         assert_eq!(out.schema(), schema().arrow_schema());
         let text = RecordBatch::try_from_iter([("id", Arc::new(StringArray::from(vec!["5"])) as ArrayRef)]).unwrap();
-        assert!(matches!(conform_batch(&text, &schema(), "batch 0", Required::Always), Err(InputError::TypeMismatch { file, .. }) if file == "batch 0"));
+        assert!(
+            matches!(conform_batch(&text, &schema(), "batch 0", Required::Always), Err(InputError::TypeMismatch { file, .. }) if file == "batch 0")
+        );
     }
 }

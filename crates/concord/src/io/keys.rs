@@ -45,7 +45,12 @@ impl KeySet {
 
     /// The keys of `batches` (table schema). Fails on a key that occurs twice, unless
     /// `duplicates` says to keep the first.
-    pub(crate) fn from_rows(table: &Schema, fields: Vec<Field>, batches: &[RecordBatch], duplicates: Duplicates) -> Result<KeySet, DuplicateKey> {
+    pub(crate) fn from_rows(
+        table: &Schema,
+        fields: Vec<Field>,
+        batches: &[RecordBatch],
+        duplicates: Duplicates,
+    ) -> Result<KeySet, DuplicateKey> {
         let full = table.arrow_schema();
         let indices: Vec<usize> = fields.iter().map(|f| full.index_of(&f.name).expect("key field")).collect();
         let schema: SchemaRef = Arc::new(full.project(&indices).expect("key fields"));
@@ -60,10 +65,8 @@ impl KeySet {
                     if duplicates == Duplicates::KeepFirst {
                         continue;
                     }
-                    let shown: Vec<String> = columns
-                        .iter()
-                        .map(|c| arrow::util::display::array_value_to_string(c, i).unwrap_or_default())
-                        .collect();
+                    let shown: Vec<String> =
+                        columns.iter().map(|c| arrow::util::display::array_value_to_string(c, i).unwrap_or_default()).collect();
                     return Err(DuplicateKey(shown.join(", ")));
                 }
                 set.keys.insert(row.owned(), (b, i));
@@ -77,11 +80,14 @@ impl KeySet {
     pub(crate) fn locate(&self, batch: &RecordBatch) -> Result<Vec<(OwnedRow, Option<(usize, usize)>)>, ArrowError> {
         let columns: Vec<_> = self.indices.iter().map(|i| batch.column(*i).clone()).collect();
         let rows = self.converter.convert_columns(&columns)?;
-        Ok(rows.iter().map(|row| {
-            let owned = row.owned();
-            let at = self.keys.get(&owned).copied();
-            (owned, at)
-        }).collect())
+        Ok(rows
+            .iter()
+            .map(|row| {
+                let owned = row.owned();
+                let at = self.keys.get(&owned).copied();
+                (owned, at)
+            })
+            .collect())
     }
 }
 

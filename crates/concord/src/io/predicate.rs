@@ -10,12 +10,12 @@ use arrow::error::ArrowError;
 use chrono::{DateTime, Utc};
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::common::{DFSchema, DataFusionError, ScalarValue, SchemaError};
+use datafusion::execution::context::SessionState;
 use datafusion::logical_expr::simplify::SimplifyContext;
 use datafusion::logical_expr::{Expr, ExprSchemable, Operator};
 use datafusion::optimizer::simplify_expressions::ExprSimplifier;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_optimizer::pruning::{PruningPredicate, PruningPredicateBuilder};
-use datafusion::execution::context::SessionState;
 use datafusion::prelude::SessionContext;
 use datafusion::sql::sqlparser::ast::{visit_expressions_mut, Expr as SqlExpr, Ident};
 
@@ -88,10 +88,7 @@ fn plan(sql: &str, table: &Schema, now: DateTime<Utc>, state: &SessionState) -> 
     resolve_identifiers(sql, table, &mut ast.expr)?;
     let expr = state.create_logical_expr_from_sql_expr(ast, &df_full).map_err(|e| classify(sql, table, e))?;
     check_comparisons(sql, &expr, &df_full)?;
-    let context = SimplifyContext::builder()
-        .with_schema(Arc::new(df_full.clone()))
-        .with_query_execution_start_time(Some(now))
-        .build();
+    let context = SimplifyContext::builder().with_schema(Arc::new(df_full.clone())).with_query_execution_start_time(Some(now)).build();
     let simplifier = ExprSimplifier::new(context);
     let expr = simplifier.coerce(expr, &df_full).map_err(|e| classify(sql, table, e))?;
     let expr = simplifier.simplify(expr).map_err(|e| classify(sql, table, e))?;
@@ -112,7 +109,11 @@ fn resolve_identifiers(sql: &str, table: &Schema, expr: &mut SqlExpr) -> Result<
                 Ok(field) => *ident = Ident::with_quote('"', field.name.clone()),
                 Err(ColumnNameError::Unknown { .. }) => return ControlFlow::Break(unknown_column(sql, table, &ident.value)),
                 Err(ColumnNameError::Ambiguous { candidates, .. }) => {
-                    return ControlFlow::Break(PredicateError::AmbiguousColumn { sql: sql.to_string(), column: ident.value.clone(), candidates })
+                    return ControlFlow::Break(PredicateError::AmbiguousColumn {
+                        sql: sql.to_string(),
+                        column: ident.value.clone(),
+                        candidates,
+                    })
                 }
             }
         }
@@ -159,7 +160,14 @@ fn check_comparisons(sql: &str, expr: &Expr, schema: &DFSchema) -> Result<(), Pr
             Expr::BinaryExpr(b)
                 if matches!(
                     b.op,
-                    Operator::Eq | Operator::NotEq | Operator::Lt | Operator::LtEq | Operator::Gt | Operator::GtEq | Operator::IsDistinctFrom | Operator::IsNotDistinctFrom
+                    Operator::Eq
+                        | Operator::NotEq
+                        | Operator::Lt
+                        | Operator::LtEq
+                        | Operator::Gt
+                        | Operator::GtEq
+                        | Operator::IsDistinctFrom
+                        | Operator::IsNotDistinctFrom
                 ) =>
             {
                 vec![(b.left.as_ref(), b.right.as_ref())]
@@ -186,14 +194,23 @@ fn check_pair(sql: &str, a: &Expr, b: &Expr, schema: &DFSchema) -> Result<(), Pr
     if ka == kb || ka == Kind::Any || kb == Kind::Any {
         return Ok(());
     }
-    if let (Expr::Literal(ScalarValue::Utf8(Some(text)) | ScalarValue::LargeUtf8(Some(text)) | ScalarValue::Utf8View(Some(text)), _), Kind::Number | Kind::Boolean | Kind::Temporal) = (b, ka) {
+    if let (
+        Expr::Literal(ScalarValue::Utf8(Some(text)) | ScalarValue::LargeUtf8(Some(text)) | ScalarValue::Utf8View(Some(text)), _),
+        Kind::Number | Kind::Boolean | Kind::Temporal,
+    ) = (b, ka)
+    {
         let target = match &ta {
             DataType::Dictionary(_, v) => v.as_ref().clone(),
             other => other.clone(),
         };
         return match ScalarValue::Utf8(Some(text.clone())).cast_to(&target) {
             Ok(v) if !v.is_null() => Ok(()),
-            _ => Err(PredicateError::BadLiteral { sql: sql.to_string(), value: text.clone(), column: describe(a), column_type: sql_type_name(&ta) }),
+            _ => Err(PredicateError::BadLiteral {
+                sql: sql.to_string(),
+                value: text.clone(),
+                column: describe(a),
+                column_type: sql_type_name(&ta),
+            }),
         };
     }
     if matches!(a, Expr::Literal(..)) && matches!(b, Expr::Literal(..)) {
@@ -203,7 +220,13 @@ fn check_pair(sql: &str, a: &Expr, b: &Expr, schema: &DFSchema) -> Result<(), Pr
     if matches!(a, Expr::Literal(ScalarValue::Utf8(_) | ScalarValue::LargeUtf8(_) | ScalarValue::Utf8View(_), _)) {
         return Ok(());
     }
-    Err(PredicateError::Incomparable { sql: sql.to_string(), left: describe(a), left_type: sql_type_name(&ta), right: describe(b), right_type: sql_type_name(&tb) })
+    Err(PredicateError::Incomparable {
+        sql: sql.to_string(),
+        left: describe(a),
+        left_type: sql_type_name(&ta),
+        right: describe(b),
+        right_type: sql_type_name(&tb),
+    })
 }
 
 /// An expression as named in messages: `column 'x'`, or its SQL text.
@@ -240,7 +263,11 @@ pub(crate) fn compile(sql: &str, table: &Schema, now: DateTime<Utc>) -> Result<P
 /// The conjunction of `filters`, DataFusion expressions over columns of `table` that a
 /// query pushed into a scan, compiled like [`compile`] but planned with the query's
 /// session (its `now()`, its settings). `None` without filters.
-pub(crate) fn from_filters(filters: &[Expr], table: &Schema, state: &dyn datafusion::catalog::Session) -> Result<Option<Predicate>, DataFusionError> {
+pub(crate) fn from_filters(
+    filters: &[Expr],
+    table: &Schema,
+    state: &dyn datafusion::catalog::Session,
+) -> Result<Option<Predicate>, DataFusionError> {
     let Some(expr) = datafusion::logical_expr::utils::conjunction(filters.iter().cloned()) else { return Ok(None) };
     // The query qualifies columns with its name for the table; the scan's schema does not.
     let expr = datafusion::logical_expr::expr_rewriter::unnormalize_col(expr);
@@ -315,7 +342,11 @@ pub(crate) fn compile_value(sql: &str, table: &Schema, now: DateTime<Utc>) -> Re
 
 /// The first row of `batches` (table schema) for which `predicate` is not true, as
 /// (1-based row number, its values of the predicate's columns).
-pub(crate) fn first_row_outside(predicate: &Predicate, table: &Schema, batches: &[RecordBatch]) -> Result<Option<(u64, String)>, PredicateError> {
+pub(crate) fn first_row_outside(
+    predicate: &Predicate,
+    table: &Schema,
+    batches: &[RecordBatch],
+) -> Result<Option<(u64, String)>, PredicateError> {
     let full = table.arrow_schema();
     let indices: Vec<usize> = predicate.fields.iter().map(|f| full.index_of(&f.name).expect("predicate fields are table fields")).collect();
     let mut first_row = 0u64;
@@ -327,13 +358,20 @@ pub(crate) fn first_row_outside(predicate: &Predicate, table: &Schema, batches: 
             &RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
         )
         .map_err(|e| invalid(&predicate.sql, e))?;
-        let hits = predicate.evaluate(&projected).map_err(|e| PredicateError::Failed { sql: predicate.sql.clone(), reason: e.to_string() })?;
+        let hits =
+            predicate.evaluate(&projected).map_err(|e| PredicateError::Failed { sql: predicate.sql.clone(), reason: e.to_string() })?;
         if let Some(i) = (0..hits.len()).find(|&i| !hits.value(i)) {
             let values: Vec<String> = predicate
                 .fields
                 .iter()
                 .zip(projected.columns())
-                .map(|(f, c)| if c.is_null(i) { format!("{} = NULL", f.name) } else { format!("{} = {}", f.name, super::cast::display_value(c.as_ref(), i)) })
+                .map(|(f, c)| {
+                    if c.is_null(i) {
+                        format!("{} = NULL", f.name)
+                    } else {
+                        format!("{} = {}", f.name, super::cast::display_value(c.as_ref(), i))
+                    }
+                })
                 .collect();
             let shown = if values.is_empty() { "every column at its default".to_string() } else { values.join(", ") };
             return Ok(Some((first_row + i as u64 + 1, shown)));
@@ -364,9 +402,7 @@ fn classify(sql: &str, table: &Schema, e: DataFusionError) -> PredicateError {
         }
     }
     match e.find_root() {
-        DataFusionError::SQL(..) => {
-            PredicateError::Parse { sql: sql.to_string(), reason: e.find_root().to_string() }
-        }
+        DataFusionError::SQL(..) => PredicateError::Parse { sql: sql.to_string(), reason: e.find_root().to_string() },
         _ => invalid(sql, e),
     }
 }

@@ -111,8 +111,7 @@ async fn open_file(store: &TableStore, fragment: &Fragment) -> Result<OpenedFile
     };
     let path = store.path(&file.path);
     let shown = store.location.display(&path);
-    let corrupt: CorruptFile =
-        Arc::new(move |e| ScanError::Corrupt(CorruptObject { path: shown.clone(), reason: e.to_string() }));
+    let corrupt: CorruptFile = Arc::new(move |e| ScanError::Corrupt(CorruptObject { path: shown.clone(), reason: e.to_string() }));
     let reader = DataFileReader::new(store.location.store.clone(), path, file.size_bytes);
     // Types come from the Parquet schema, not the embedded Arrow schema: arrow-ipc can
     // panic on a corrupt one (found by the data_file fuzz target), and columns are
@@ -222,8 +221,11 @@ async fn open_fragment(
             match plan.predicate.as_ref().filter(|_| eager) {
                 None => Ok(rows),
                 Some(predicate) => {
-                    let adapted = to_table_columns(&batch, &file_schema, &file_fields, &predicate.fields, &predicate.schema).map_err(|e| corrupt(&e))?;
-                    let hits = predicate.evaluate(&adapted).map_err(|e| ScanError::Predicate(PredicateError::Failed { sql: sql.clone(), reason: e.to_string() }))?;
+                    let adapted = to_table_columns(&batch, &file_schema, &file_fields, &predicate.fields, &predicate.schema)
+                        .map_err(|e| corrupt(&e))?;
+                    let hits = predicate
+                        .evaluate(&adapted)
+                        .map_err(|e| ScanError::Predicate(PredicateError::Failed { sql: sql.clone(), reason: e.to_string() }))?;
                     filter_rows(&rows, &hits).map_err(|e| corrupt(&e))
                 }
             }
@@ -271,9 +273,10 @@ pub(crate) async fn fragment_matches(store: &TableStore, fragment: &Fragment, te
         let mut position = 0u64;
         while let Some(batch) = stream.next().await {
             let batch = batch.map_err(|e| corrupt(&e))?;
-            let adapted = to_table_columns(&batch, &file_schema, &file_fields, test.fields(), test.schema())
-                .map_err(|e| corrupt(&e))?;
-            let hits = test.evaluate(&adapted).map_err(|e| ScanError::Predicate(PredicateError::Failed { sql: test.describe(), reason: e.to_string() }))?;
+            let adapted = to_table_columns(&batch, &file_schema, &file_fields, test.fields(), test.schema()).map_err(|e| corrupt(&e))?;
+            let hits = test
+                .evaluate(&adapted)
+                .map_err(|e| ScanError::Predicate(PredicateError::Failed { sql: test.describe(), reason: e.to_string() }))?;
             for i in 0..hits.len() {
                 if hits.value(i) {
                     let p = position + i as u64;
@@ -320,7 +323,11 @@ impl<'a> RowGroupStats<'a> {
     fn converted(&self, column: &Column, pick: impl Fn(&StatisticsConverter<'a>) -> Option<ArrayRef>) -> Option<ArrayRef> {
         let (_, converter, table_type) = self.converters.iter().find(|(name, ..)| *name == column.name)?;
         let array = pick(converter)?;
-        if array.data_type() == table_type { Some(array) } else { cast(&array, table_type).ok() }
+        if array.data_type() == table_type {
+            Some(array)
+        } else {
+            cast(&array, table_type).ok()
+        }
     }
 }
 

@@ -48,7 +48,9 @@ fn bounds(t: ColumnType, arrays: &[&ArrayRef]) -> Option<(String, String)> {
         ColumnType::Bigint => fold(arrays, |a| primitive::<Int64Type>(a)).map(|(a, b)| (a.to_string(), b.to_string())),
         ColumnType::Float => floats(arrays, |a| a.as_primitive::<Float32Type>().iter().map(|v| v.map(f64::from)).collect())
             .map(|(lo, hi)| (float_text(lo as f32), float_text(hi as f32))),
-        ColumnType::Double => floats(arrays, |a| a.as_primitive::<Float64Type>().iter().collect()).map(|(lo, hi)| (float_text(lo), float_text(hi))),
+        ColumnType::Double => {
+            floats(arrays, |a| a.as_primitive::<Float64Type>().iter().collect()).map(|(lo, hi)| (float_text(lo), float_text(hi)))
+        }
         ColumnType::Date => fold(arrays, |a| primitive::<Date32Type>(a)).and_then(|(a, b)| Some((date_text(a)?, date_text(b)?))),
         ColumnType::Timestamp => {
             fold(arrays, |a| primitive::<TimestampMicrosecondType>(a)).and_then(|(a, b)| Some((timestamp_text(a)?, timestamp_text(b)?)))
@@ -101,7 +103,11 @@ fn floats(arrays: &[&ArrayRef], values: impl Fn(&ArrayRef) -> Vec<Option<f64>>) 
 /// The shortest text that parses back to `v`: plain, or with an exponent when long.
 fn float_text<F: std::fmt::Display + std::fmt::LowerExp>(v: F) -> String {
     let plain = v.to_string();
-    if plain.len() <= 24 { plain } else { format!("{v:e}") }
+    if plain.len() <= 24 {
+        plain
+    } else {
+        format!("{v:e}")
+    }
 }
 
 fn date_text(days: i32) -> Option<String> {
@@ -250,7 +256,10 @@ mod tests {
         let ts = TimestampMicrosecondArray::from(vec![1_700_000_000_123_456, -1]).with_timezone("UTC");
         let s = stats("timestamp", Arc::new(ts));
         assert_eq!((s.min.as_deref(), s.max.as_deref()), (Some("1969-12-31T23:59:59.999999Z"), Some("2023-11-14T22:13:20.123456Z")));
-        assert_eq!(parse_value(ColumnType::Timestamp, "2023-11-14T22:13:20.123456Z"), Some(ScalarValue::TimestampMicrosecond(Some(1_700_000_000_123_456), Some("UTC".into()))));
+        assert_eq!(
+            parse_value(ColumnType::Timestamp, "2023-11-14T22:13:20.123456Z"),
+            Some(ScalarValue::TimestampMicrosecond(Some(1_700_000_000_123_456), Some("UTC".into())))
+        );
         let s = stats("varchar", Arc::new(StringArray::from(vec![Some("b"), Some("a"), None, Some("é")])));
         assert_eq!((s.nulls, s.min.as_deref(), s.max.as_deref()), (1, Some("a"), Some("é")));
     }

@@ -21,7 +21,12 @@ pub(crate) const MAX_ROWS_PER_FILE: usize = 1 << 20;
 pub(crate) const ROW_GROUP_ROWS: usize = 64 * 1024;
 
 /// Writes `batches` (already conforming to `schema`) as fragments.
-pub(crate) async fn write_fragments(store: &TableStore, env: &Env, schema: &Schema, batches: &[RecordBatch]) -> Result<Vec<NewFragment>, WriteError> {
+pub(crate) async fn write_fragments(
+    store: &TableStore,
+    env: &Env,
+    schema: &Schema,
+    batches: &[RecordBatch],
+) -> Result<Vec<NewFragment>, WriteError> {
     let mut writer = FragmentWriter::new(store, env, schema);
     for batch in batches {
         writer.push(batch).await?;
@@ -108,7 +113,8 @@ fn encode(schema: &Schema, batches: &[RecordBatch]) -> Result<(Vec<u8>, Vec<u32>
         .build();
     let mut writer = ArrowWriter::try_new(Vec::new(), file_schema.clone(), Some(props)).map_err(WriteError::encode)?;
     for batch in batches {
-        let batch = RecordBatch::try_new(file_schema.clone(), keep.iter().map(|&i| batch.column(i).clone()).collect()).map_err(WriteError::encode)?;
+        let batch = RecordBatch::try_new(file_schema.clone(), keep.iter().map(|&i| batch.column(i).clone()).collect())
+            .map_err(WriteError::encode)?;
         writer.write(&batch).map_err(WriteError::encode)?;
     }
     let fields = keep.iter().map(|&i| schema.fields[i].id).collect();

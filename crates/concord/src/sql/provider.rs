@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex};
 use arrow::datatypes::SchemaRef;
 use async_trait::async_trait;
 use datafusion::catalog::Session;
-use datafusion::common::tree_node::TreeNode;
 use datafusion::common::stats::Precision;
+use datafusion::common::tree_node::TreeNode;
 use datafusion::common::{Result, Statistics};
 use datafusion::datasource::{TableProvider, TableType};
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
@@ -85,7 +85,13 @@ impl TableProvider for SqlTableProvider {
         Some(Statistics::new_unknown(&self.schema).with_num_rows(Precision::Exact(rows)))
     }
 
-    async fn scan(&self, state: &dyn Session, projection: Option<&Vec<usize>>, filters: &[Expr], limit: Option<usize>) -> Result<Arc<dyn ExecutionPlan>> {
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
         let schema = self.table.schema();
         let fields: Vec<Field> = match projection {
             None => schema.fields.clone(),

@@ -80,11 +80,17 @@ mod tests {
         let s = of_fragments(&fragments, &fields(), false);
         assert_eq!(s.num_rows, Precision::Exact(30));
         let n = &s.column_statistics[0];
-        assert_eq!((n.min_value.clone(), n.max_value.clone()), (Precision::Exact(ScalarValue::Int64(Some(-5))), Precision::Exact(ScalarValue::Int64(Some(40)))));
+        assert_eq!(
+            (n.min_value.clone(), n.max_value.clone()),
+            (Precision::Exact(ScalarValue::Int64(Some(-5))), Precision::Exact(ScalarValue::Int64(Some(40))))
+        );
         assert_eq!(n.null_count, Precision::Exact(2));
         // A column the files lack holds its default in every row.
         let added = &s.column_statistics[1];
-        assert_eq!((added.min_value.clone(), added.null_count.clone()), (Precision::Exact(ScalarValue::Utf8(Some("x".into()))), Precision::Exact(0)));
+        assert_eq!(
+            (added.min_value.clone(), added.null_count.clone()),
+            (Precision::Exact(ScalarValue::Utf8(Some("x".into()))), Precision::Exact(0))
+        );
 
         // A filter or a limit: every figure an estimate.
         let s = of_fragments(&fragments, &fields(), true);

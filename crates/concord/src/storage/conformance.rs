@@ -47,7 +47,11 @@ async fn empty_location(name: &str, c: &Arc<dyn CommitCoordinator>) {
 
 async fn create_is_once(name: &str, c: &Arc<dyn CommitCoordinator>) {
     assert_eq!(c.create_version(0, manifest_bytes("first")).await.unwrap(), CreateOutcome::Created, "{name}");
-    assert_eq!(c.create_version(0, manifest_bytes("second")).await.unwrap(), CreateOutcome::AlreadyExists, "{name}: a version is created once");
+    assert_eq!(
+        c.create_version(0, manifest_bytes("second")).await.unwrap(),
+        CreateOutcome::AlreadyExists,
+        "{name}: a version is created once"
+    );
     assert_eq!(c.read_version(0).await.unwrap(), Some(manifest_bytes("first")), "{name}: the first write stays");
 }
 
@@ -65,7 +69,8 @@ async fn racing_creators_one_wins(name: &str, c: &Arc<dyn CommitCoordinator>) {
         let c = c.clone();
         async move { (i, c.create_version(31, manifest_bytes(&format!("racer-{i}"))).await.unwrap()) }
     });
-    let winners: Vec<usize> = futures::future::join_all(racers).await.into_iter().filter(|(_, o)| *o == CreateOutcome::Created).map(|(i, _)| i).collect();
+    let winners: Vec<usize> =
+        futures::future::join_all(racers).await.into_iter().filter(|(_, o)| *o == CreateOutcome::Created).map(|(i, _)| i).collect();
     assert_eq!(winners.len(), 1, "{name}: exactly one of 16 racers creates a version, got {winners:?}");
     let stored = c.read_version(31).await.unwrap().unwrap();
     assert_eq!(stored, manifest_bytes(&format!("racer-{}", winners[0])), "{name}: the stored version is the winner's");

@@ -91,11 +91,10 @@ fn table_name(spec: &str) -> Result<String, UriError> {
 /// A DynamoDB client from object_store-style options: `AWS_REGION`, credentials, and
 /// the endpoint `AWS_ENDPOINT_URL_DYNAMODB` (else `AWS_ENDPOINT_URL`).
 fn client(spec: &str, options: &[(String, String)]) -> Result<Client, UriError> {
-    let get = |names: &[&str]| {
-        options.iter().rev().find(|(k, _)| names.contains(&k.to_ascii_lowercase().as_str())).map(|(_, v)| v.clone())
-    };
+    let get = |names: &[&str]| options.iter().rev().find(|(k, _)| names.contains(&k.to_ascii_lowercase().as_str())).map(|(_, v)| v.clone());
     let region = get(&["aws_region", "region", "aws_default_region"]).unwrap_or_else(|| "us-east-1".into());
-    let (Some(key_id), Some(secret)) = (get(&["aws_access_key_id", "access_key_id"]), get(&["aws_secret_access_key", "secret_access_key"])) else {
+    let (Some(key_id), Some(secret)) = (get(&["aws_access_key_id", "access_key_id"]), get(&["aws_secret_access_key", "secret_access_key"]))
+    else {
         return Err(UriError::CoordinatorCredentials { spec: spec.into() });
     };
     let token = get(&["aws_session_token", "session_token", "aws_token"]);
@@ -103,7 +102,9 @@ fn client(spec: &str, options: &[(String, String)]) -> Result<Client, UriError> 
         .behavior_version(BehaviorVersion::latest())
         .region(Region::new(region))
         .credentials_provider(Credentials::new(key_id, secret, token, None, "concord"));
-    if let Some(endpoint) = get(&["aws_endpoint_url_dynamodb"]).or_else(|| get(&["aws_endpoint_url", "aws_endpoint", "endpoint_url", "endpoint"])) {
+    if let Some(endpoint) =
+        get(&["aws_endpoint_url_dynamodb"]).or_else(|| get(&["aws_endpoint_url", "aws_endpoint", "endpoint_url", "endpoint"]))
+    {
         config = config.endpoint_url(endpoint);
     }
     Ok(Client::from_conf(config.build()))
@@ -115,7 +116,9 @@ pub async fn create_coordinator_table(spec: &str, options: &[(String, String)]) 
     let table = table_name(spec)?;
     let client = client(spec, options)?;
     let key = |name: &str, kind: KeyType| KeySchemaElement::builder().attribute_name(name).key_type(kind).build().expect("complete");
-    let attr = |name: &str, kind: ScalarAttributeType| AttributeDefinition::builder().attribute_name(name).attribute_type(kind).build().expect("complete");
+    let attr = |name: &str, kind: ScalarAttributeType| {
+        AttributeDefinition::builder().attribute_name(name).attribute_type(kind).build().expect("complete")
+    };
     let result = client
         .create_table()
         .table_name(&table)
@@ -134,11 +137,16 @@ pub async fn create_coordinator_table(spec: &str, options: &[(String, String)]) 
 }
 
 /// A DynamoDB failure by its error code (the SDK's typed metadata, not its message).
-fn classify<E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static, R: std::fmt::Debug>(table: &str, e: &SdkError<E, R>) -> DynamoDbError {
+fn classify<E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static, R: std::fmt::Debug>(
+    table: &str,
+    e: &SdkError<E, R>,
+) -> DynamoDbError {
     let message = DisplayErrorContext(e).to_string();
     match e.code() {
         Some("ResourceNotFoundException") => DynamoDbError::TableNotFound { table: table.to_string() },
-        Some("ProvisionedThroughputExceededException" | "ThrottlingException" | "RequestLimitExceeded") => DynamoDbError::Throttled { message },
+        Some("ProvisionedThroughputExceededException" | "ThrottlingException" | "RequestLimitExceeded") => {
+            DynamoDbError::Throttled { message }
+        }
         code => DynamoDbError::Request { code: code.map(str::to_string), message },
     }
 }
@@ -319,7 +327,12 @@ impl DynamoDbCoordinator {
     /// including `stop`, then returns as a writer killed there would (crash tests).
     /// `Ok(None)`: another writer holds the version.
     #[cfg(feature = "testing")]
-    pub async fn create_version_until(&self, version: u64, manifest: Bytes, stop: ProtocolStep) -> Result<Option<CreateOutcome>, StorageError> {
+    pub async fn create_version_until(
+        &self,
+        version: u64,
+        manifest: Bytes,
+        stop: ProtocolStep,
+    ) -> Result<Option<CreateOutcome>, StorageError> {
         self.run(version, manifest, Some(stop)).await
     }
 

@@ -87,7 +87,15 @@ impl TableLocationBuilder {
                     .with_lister(self.lister.clone()),
             )
         });
-        TableLocation { uri: self.uri, store: self.store, root: self.root, kind: self.kind, coordinator, display_prefix, lister: self.lister }
+        TableLocation {
+            uri: self.uri,
+            store: self.store,
+            root: self.root,
+            kind: self.kind,
+            coordinator,
+            display_prefix,
+            lister: self.lister,
+        }
     }
 }
 

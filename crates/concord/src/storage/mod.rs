@@ -13,14 +13,14 @@ mod resolver;
 mod table_store;
 
 pub use coordinator::{CommitCoordinator, CoordinatorCapabilities, CreateOutcome};
-pub use object_store_coordinator::{LatestLookup, Lister, ObjectStoreCoordinator};
-pub(crate) use table_store::{get_metadata, TableStore};
-pub use table_store::MAX_METADATA_BYTES;
-pub use local::SyncedLocalStore;
-pub use dynamodb::{create_coordinator_table, DynamoDbCoordinator};
 #[cfg(feature = "testing")]
 pub use dynamodb::ProtocolStep;
+pub use dynamodb::{create_coordinator_table, DynamoDbCoordinator};
+pub use local::SyncedLocalStore;
+pub use location::{latest_lookup, StoreKind, TableLocation, TableLocationBuilder};
+pub use object_store_coordinator::{LatestLookup, Lister, ObjectStoreCoordinator};
 pub(crate) use probe::{is_stale_probe_object, PROBE_DIR};
 pub use probe::{probe_store, ProbeReport, PROBE_RACERS, PROBE_STALE_AFTER};
-pub use location::{latest_lookup, StoreKind, TableLocation, TableLocationBuilder};
 pub use resolver::StoreResolver;
+pub use table_store::MAX_METADATA_BYTES;
+pub(crate) use table_store::{get_metadata, TableStore};

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::TryStreamExt;
-use object_store::path::Path;
 use object_store::list::{PaginatedListOptions, PaginatedListStore};
+use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use serde::{Deserialize, Serialize};
 
@@ -105,7 +105,11 @@ impl ObjectStoreCoordinator {
         let (mut lo, mut hi) = (lo, hi);
         while hi - lo > 1 {
             let mid = lo + (hi - lo) / 2;
-            if self.exists(mid).await? { lo = mid } else { hi = mid }
+            if self.exists(mid).await? {
+                lo = mid
+            } else {
+                hi = mid
+            }
         }
         Ok(lo)
     }
@@ -181,8 +185,7 @@ impl CommitCoordinator for ObjectStoreCoordinator {
     async fn list_versions(&self) -> Result<Vec<u64>, StorageError> {
         let dir = naming::versions_dir(&self.root);
         let metas: Vec<_> = self.store.list(Some(&dir)).try_collect().await.map_err(|e| self.storage_error("listing", &dir, e))?;
-        let mut versions: Vec<u64> =
-            metas.iter().filter_map(|m| m.location.filename().and_then(naming::parse_version_file_name)).collect();
+        let mut versions: Vec<u64> = metas.iter().filter_map(|m| m.location.filename().and_then(naming::parse_version_file_name)).collect();
         versions.sort_unstable();
         Ok(versions)
     }

@@ -42,7 +42,11 @@ pub(crate) fn known_anywhere(k: &str) -> bool {
 /// The store for `uri` (scheme `kind`) with `options` applied. Credentials are never
 /// put into error messages.
 /// Also returns the store's paginated listing (for one-key LIST pages).
-pub(crate) fn build(uri: &str, kind: StoreKind, options: &[(String, String)]) -> Result<(Arc<dyn ObjectStore>, Arc<dyn PaginatedListStore>), UriError> {
+pub(crate) fn build(
+    uri: &str,
+    kind: StoreKind,
+    options: &[(String, String)],
+) -> Result<(Arc<dyn ObjectStore>, Arc<dyn PaginatedListStore>), UriError> {
     let failed = |source: object_store::Error| UriError::StoreConfig { uri: uri.to_string(), source };
     fn both<S: ObjectStore + PaginatedListStore>(s: S) -> (Arc<dyn ObjectStore>, Arc<dyn PaginatedListStore>) {
         let s = Arc::new(s);

@@ -35,7 +35,11 @@ pub(crate) fn is_stale_probe_object(root: &Path, meta: &ObjectMeta, now: DateTim
     let cutoff = now - chrono::TimeDelta::from_std(PROBE_STALE_AFTER).expect("ten minutes");
     let dir = root.clone().join(PROBE_DIR);
     let run = meta.location.prefix_match(&dir).and_then(|mut parts| parts.next()).map(|p| p.as_ref().to_string());
-    let started = run.as_deref().and_then(|r| r.split('-').next()).and_then(|ms| ms.parse::<i64>().ok()).and_then(DateTime::<Utc>::from_timestamp_millis);
+    let started = run
+        .as_deref()
+        .and_then(|r| r.split('-').next())
+        .and_then(|ms| ms.parse::<i64>().ok())
+        .and_then(DateTime::<Utc>::from_timestamp_millis);
     started.unwrap_or(meta.last_modified) < cutoff
 }
 
@@ -74,7 +78,8 @@ pub async fn probe_store(location: &TableLocation, env: &Env) -> Result<ProbeRep
     let now = env.clock.now();
     let local_root = (location.kind == StoreKind::Local).then(|| std::path::PathBuf::from(format!("/{}", location.root)));
     // The folders the probe will create: the table folder and its missing parents.
-    let created: Vec<std::path::PathBuf> = local_root.iter().flat_map(|r| r.ancestors().take_while(|a| !a.exists()).map(|a| a.to_path_buf())).collect();
+    let created: Vec<std::path::PathBuf> =
+        local_root.iter().flat_map(|r| r.ancestors().take_while(|a| !a.exists()).map(|a| a.to_path_buf())).collect();
     let probes = location.root.clone().join(PROBE_DIR);
     let dir = probes.clone().join(format!("{:013}-{}", now.timestamp_millis().max(0), env.new_uuid()));
     let err = |action: &'static str, path: &Path, source: object_store::Error| StorageError::new(action, location.display(path), source);
@@ -142,7 +147,9 @@ pub async fn probe_store(location: &TableLocation, env: &Env) -> Result<ProbeRep
     }
     if let Some(root) = &local_root {
         // Folders go only when empty: a concurrent probe's stay.
-        for run in earlier.iter().filter_map(|m| m.location.prefix_match(&probes).and_then(|mut p| p.next()).map(|p| p.as_ref().to_string())) {
+        for run in
+            earlier.iter().filter_map(|m| m.location.prefix_match(&probes).and_then(|mut p| p.next()).map(|p| p.as_ref().to_string()))
+        {
             let _ = std::fs::remove_dir(root.join(PROBE_DIR).join(run));
         }
         let _ = std::fs::remove_dir(std::path::PathBuf::from(format!("/{dir}")));

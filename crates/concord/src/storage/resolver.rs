@@ -148,7 +148,8 @@ fn looks_like_a_scheme(uri: &str) -> bool {
     match uri.split_once(':') {
         Some((scheme, _)) => {
             let mut chars = scheme.chars();
-            chars.next().is_some_and(|c| c.is_ascii_alphabetic()) && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+            chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+                && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
         }
         None => false,
     }

@@ -86,7 +86,9 @@ impl TableStore {
         use futures::{StreamExt, TryStreamExt};
         let mut index = self.key_index.lock().await;
         let from = index.0.map_or(0, |v| v + 1);
-        let mut reads = futures::stream::iter(from..=latest).map(|v| async move { Ok::<_, OpenError>((v, self.read_manifest(v).await?)) }).buffered(KEY_INDEX_READS);
+        let mut reads = futures::stream::iter(from..=latest)
+            .map(|v| async move { Ok::<_, OpenError>((v, self.read_manifest(v).await?)) })
+            .buffered(KEY_INDEX_READS);
         while let Some((v, manifest)) = reads.try_next().await? {
             // None: removed by vacuum (older versions), nothing to index.
             for k in manifest.iter().flat_map(|m| m.transactions.iter()).filter_map(|t| t.idempotency_key.clone()) {
@@ -251,4 +253,3 @@ impl TableStore {
         }
     }
 }
-

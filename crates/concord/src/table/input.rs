@@ -114,7 +114,11 @@ pub(crate) fn chunks(input: Input, schema: &Schema, required: Required) -> BoxSt
     }
 }
 
-fn caller_chunks(batches: BoxStream<'static, Result<RecordBatch, ArrowError>>, schema: Schema, required: Required) -> BoxStream<'static, Result<Chunk, WriteError>> {
+fn caller_chunks(
+    batches: BoxStream<'static, Result<RecordBatch, ArrowError>>,
+    schema: Schema,
+    required: Required,
+) -> BoxStream<'static, Result<Chunk, WriteError>> {
     batches
         .enumerate()
         .map(move |(i, batch)| {
@@ -142,13 +146,15 @@ fn file_chunks(files: Vec<PathBuf>, schema: Schema, required: Required) -> BoxSt
                 let chunk = Chunk { source: source.clone(), first_row, batch, present: present.into() };
                 first_row += rows;
                 // The write stopped (it failed elsewhere): stop reading.
-                tx.blocking_send(Ok(chunk)).map_err(|_| InputError::Io { file: source.to_string(), source: std::io::Error::other("the write stopped") })
+                tx.blocking_send(Ok(chunk))
+                    .map_err(|_| InputError::Io { file: source.to_string(), source: std::io::Error::other("the write stopped") })
             });
             match read {
                 Ok(present) if first_row == 0 => {
                     // A file without rows still says which columns it has.
                     let empty = RecordBatch::new_empty(schema.arrow_schema());
-                    if tx.blocking_send(Ok(Chunk { source: source.clone(), first_row: 0, batch: empty, present: present.into() })).is_err() {
+                    if tx.blocking_send(Ok(Chunk { source: source.clone(), first_row: 0, batch: empty, present: present.into() })).is_err()
+                    {
                         return;
                     }
                 }
@@ -178,7 +184,9 @@ fn same_columns(chunks: BoxStream<'static, Result<Chunk, WriteError>>, schema: S
             match &first {
                 None => first = Some((chunk.present.clone(), sources)),
                 Some((present, _)) if *present != chunk.present => {
-                    let names = |ids: &[u32]| ids.iter().filter_map(|id| schema.field_by_id(*id)).map(|f| f.name.as_str()).collect::<Vec<_>>().join(", ");
+                    let names = |ids: &[u32]| {
+                        ids.iter().filter_map(|id| schema.field_by_id(*id)).map(|f| f.name.as_str()).collect::<Vec<_>>().join(", ")
+                    };
                     return Err(InputError::ColumnsDiffer {
                         file: chunk.source.to_string(),
                         batch: sources - 1,

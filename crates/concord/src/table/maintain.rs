@@ -40,7 +40,12 @@ impl Table {
     }
 
     /// Sets (`set`) and removes (`unset`) table properties, e.g. `isolation=snapshot`.
-    pub async fn set_properties(&self, set: &BTreeMap<String, String>, unset: &[String], options: &CommitOptions) -> Result<CommitInfo, WriteError> {
+    pub async fn set_properties(
+        &self,
+        set: &BTreeMap<String, String>,
+        unset: &[String],
+        options: &CommitOptions,
+    ) -> Result<CommitInfo, WriteError> {
         self.run(options, "set_properties", self.prepare_set_properties(set, unset)).await
     }
 
@@ -48,7 +53,12 @@ impl Table {
     /// deleted rows into fragments of up to `target_rows` rows. Gives way to concurrent
     /// writers; if nothing is left to do, commits nothing (`CommitInfo::abandoned`).
     /// `progress(done, total)` is called as groups of fragments are rewritten.
-    pub async fn compact(&self, target_rows: u64, options: &CommitOptions, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<CommitInfo, WriteError> {
+    pub async fn compact(
+        &self,
+        target_rows: u64,
+        options: &CommitOptions,
+        progress: &(dyn Fn(usize, usize) + Sync),
+    ) -> Result<CommitInfo, WriteError> {
         self.run(options, "compact", self.prepare_compact(target_rows, progress)).await
     }
 
@@ -98,11 +108,18 @@ impl Table {
         if base.schema().field(to).is_some() {
             return Err(AlterError::ColumnExists { name: to.to_string() }.into());
         }
-        Ok(base.transaction(Operation::RenameColumn { field_id: field.id, from: field.name.clone(), to: to.to_string() }, base.env.clock.now()))
+        Ok(base.transaction(
+            Operation::RenameColumn { field_id: field.id, from: field.name.clone(), to: to.to_string() },
+            base.env.clock.now(),
+        ))
     }
 
     /// Prepares [`Table::set_properties`].
-    pub async fn prepare_set_properties(&self, set: &BTreeMap<String, String>, unset: &[String]) -> Result<PreparedTransaction, WriteError> {
+    pub async fn prepare_set_properties(
+        &self,
+        set: &BTreeMap<String, String>,
+        unset: &[String],
+    ) -> Result<PreparedTransaction, WriteError> {
         let base = self.write_base().await?;
         for key in set.keys().chain(unset) {
             if !KNOWN_PROPERTIES.iter().any(|(k, _)| k == key) {
@@ -116,12 +133,17 @@ impl Table {
                 return Err(AlterError::BadPropertyValue { key: PROPERTY_ISOLATION.into(), value: value.clone(), expected }.into());
             }
         }
-        let set = set.iter().map(|(k, v)| (k.clone(), if k == PROPERTY_ISOLATION { v.trim().to_ascii_lowercase() } else { v.clone() })).collect();
+        let set =
+            set.iter().map(|(k, v)| (k.clone(), if k == PROPERTY_ISOLATION { v.trim().to_ascii_lowercase() } else { v.clone() })).collect();
         Ok(base.transaction(Operation::SetProperties { set, unset: unset.to_vec() }, base.env.clock.now()))
     }
 
     /// Plans and rewrites the groups (see [`Table::compact`]); commits nothing.
-    pub async fn prepare_compact(&self, target_rows: u64, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<PreparedTransaction, WriteError> {
+    pub async fn prepare_compact(
+        &self,
+        target_rows: u64,
+        progress: &(dyn Fn(usize, usize) + Sync),
+    ) -> Result<PreparedTransaction, WriteError> {
         if target_rows == 0 {
             return Err(AlterError::BadTargetRows { given: target_rows }.into());
         }
@@ -146,14 +168,16 @@ impl Table {
 /// that does not fit the column is refused (the rule of every write: see `io::cast`).
 fn evaluate_default(spec: &ColumnSpec, sql: &str, now: DateTime<Utc>) -> Result<Option<String>, AlterError> {
     let bad = |problem: DefaultProblem| AlterError::BadDefault { name: spec.name.clone(), sql: sql.to_string(), problem };
-    let failed = |e: &dyn std::fmt::Display| bad(DefaultProblem::Expression(PredicateError::Failed { sql: sql.to_string(), reason: e.to_string() }));
+    let failed =
+        |e: &dyn std::fmt::Display| bad(DefaultProblem::Expression(PredicateError::Failed { sql: sql.to_string(), reason: e.to_string() }));
     let no_columns = Schema { fields: Vec::new(), next_field_id: 0 };
     let (expr, _) = predicate::compile_value(sql, &no_columns, now).map_err(|e| match e {
         PredicateError::UnknownColumn { column, .. } => bad(DefaultProblem::ReadsColumn { column }),
         other => bad(DefaultProblem::Expression(other)),
     })?;
-    let one_row = RecordBatch::try_new_with_options(Arc::new(ArrowSchema::empty()), vec![], &RecordBatchOptions::new().with_row_count(Some(1)))
-        .map_err(|e| failed(&e))?;
+    let one_row =
+        RecordBatch::try_new_with_options(Arc::new(ArrowSchema::empty()), vec![], &RecordBatchOptions::new().with_row_count(Some(1)))
+            .map_err(|e| failed(&e))?;
     let value = expr.evaluate(&one_row).and_then(|v| v.into_array(1)).map_err(|e| failed(&e))?;
     if value.is_null(0) {
         return Ok(None);

@@ -153,7 +153,11 @@ impl Table {
         let (mut lo, mut hi) = (oldest, latest.version); // lo.timestamp <= at < timestamp(hi)
         while hi - lo.version > 1 {
             let mid = self.read_required(lo.version + (hi - lo.version) / 2).await?;
-            if mid.timestamp <= at { lo = mid } else { hi = mid.version }
+            if mid.timestamp <= at {
+                lo = mid
+            } else {
+                hi = mid.version
+            }
         }
         Ok(self.with_manifest(lo))
     }
@@ -229,6 +233,5 @@ async fn latest_manifest(store: &TableStore, env: &Env, known: Option<u64>) -> R
 fn not_a_table(store: &TableStore) -> Option<OpenError> {
     let location = &store.location;
     let path = std::path::PathBuf::from(format!("/{}", location.root));
-    (location.kind == crate::storage::StoreKind::Local && path.is_file())
-        .then(|| OpenError::NotATable { uri: location.uri.clone() })
+    (location.kind == crate::storage::StoreKind::Local && path.is_file()).then(|| OpenError::NotATable { uri: location.uri.clone() })
 }

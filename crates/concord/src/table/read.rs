@@ -131,7 +131,11 @@ impl VersionInfo {
             })
             .collect();
         let first = manifest.transaction();
-        let operation = if transactions.iter().all(|t| t.operation == transactions[0].operation) { transactions[0].operation.clone() } else { "mixed".to_string() };
+        let operation = if transactions.iter().all(|t| t.operation == transactions[0].operation) {
+            transactions[0].operation.clone()
+        } else {
+            "mixed".to_string()
+        };
         VersionInfo {
             version: manifest.version,
             timestamp: manifest.timestamp,
@@ -212,7 +216,8 @@ impl Table {
     pub async fn count(&self, filter: Option<&str>) -> Result<u64, ScanError> {
         let Some(filter) = filter else { return Ok(self.row_count()) };
         let predicate = predicate::compile(filter, self.schema(), self.env.clock.now())?;
-        let plan = Arc::new(ScanPlan { fields: Vec::new(), output: Arc::new(arrow::datatypes::Schema::empty()), predicate: Some(predicate) });
+        let plan =
+            Arc::new(ScanPlan { fields: Vec::new(), output: Arc::new(arrow::datatypes::Schema::empty()), predicate: Some(predicate) });
         let metrics = Arc::new(Mutex::new(ScanMetrics::default()));
         let fragments = prune(self.fragments().await?, &plan, &metrics);
         let tasks = fragments.into_iter().map(|fragment| {

@@ -49,7 +49,11 @@ impl Table {
     /// slower than it).
     pub async fn vacuum(&self, older_than: Duration, allow_short: bool) -> Result<VacuumReport, WriteError> {
         if older_than < MIN_VACUUM_RETENTION && !allow_short {
-            return Err(crate::error::AlterError::ShortRetention { given_s: older_than.as_secs(), minimum_s: MIN_VACUUM_RETENTION.as_secs() }.into());
+            return Err(crate::error::AlterError::ShortRetention {
+                given_s: older_than.as_secs(),
+                minimum_s: MIN_VACUUM_RETENTION.as_secs(),
+            }
+            .into());
         }
         let now = self.env.clock.now();
         // A retention longer than the calendar goes back keeps everything.

@@ -25,7 +25,11 @@ impl Table {
     /// Appends rows (batches, files or a stream: see [`Input`]), matched to the schema
     /// by column name. Rows are checked and written as they arrive; if any row does not
     /// fit, nothing is committed (and the files written so far are removed).
-    pub fn append<'a>(&'a self, input: impl Into<Input>, options: &'a CommitOptions) -> impl Future<Output = Result<CommitInfo, WriteError>> + Send + 'a {
+    pub fn append<'a>(
+        &'a self,
+        input: impl Into<Input>,
+        options: &'a CommitOptions,
+    ) -> impl Future<Output = Result<CommitInfo, WriteError>> + Send + 'a {
         let prepare = self.prepare_append(input);
         async move { self.run(options, "append", prepare).await }
     }
@@ -57,7 +61,12 @@ impl Table {
     /// Upsert on key columns: rows whose key matches a source row take its values (of
     /// the columns the source has; the others keep theirs), the other source rows are
     /// inserted. Keys must be unique in the source.
-    pub fn merge<'a>(&'a self, input: impl Into<Input>, keys: &'a [String], options: &'a CommitOptions) -> impl Future<Output = Result<CommitInfo, WriteError>> + Send + 'a {
+    pub fn merge<'a>(
+        &'a self,
+        input: impl Into<Input>,
+        keys: &'a [String],
+        options: &'a CommitOptions,
+    ) -> impl Future<Output = Result<CommitInfo, WriteError>> + Send + 'a {
         let prepare = self.prepare_merge(input, keys);
         async move { self.run(options, "merge", prepare).await }
     }
@@ -80,7 +89,11 @@ impl Table {
 
     /// Prepares an overwrite (see [`Table::overwrite`]): writes its data files and,
     /// with a filter, the deletion vectors of the rows it replaces.
-    pub fn prepare_overwrite<'a>(&'a self, input: impl Into<Input>, filter: Option<&'a str>) -> impl Future<Output = Result<PreparedTransaction, WriteError>> + Send + 'a {
+    pub fn prepare_overwrite<'a>(
+        &'a self,
+        input: impl Into<Input>,
+        filter: Option<&'a str>,
+    ) -> impl Future<Output = Result<PreparedTransaction, WriteError>> + Send + 'a {
         let input = input.into();
         async move { self.prepare_overwrite_of(input, filter).await }
     }
@@ -131,7 +144,11 @@ impl Table {
 
     /// Prepares a merge (see [`Table::merge`]): the source's keys are read whole (they
     /// must be unique), then its rows written.
-    pub fn prepare_merge<'a>(&'a self, input: impl Into<Input>, keys: &'a [String]) -> impl Future<Output = Result<PreparedTransaction, WriteError>> + Send + 'a {
+    pub fn prepare_merge<'a>(
+        &'a self,
+        input: impl Into<Input>,
+        keys: &'a [String],
+    ) -> impl Future<Output = Result<PreparedTransaction, WriteError>> + Send + 'a {
         let input = input.into();
         async move { self.prepare_merge_of(input, keys).await }
     }
@@ -152,7 +169,8 @@ impl Table {
         let present = present.unwrap_or_else(|| base.schema().fields.iter().map(|f| f.id).collect());
         let source = if sources.is_empty() { "the merge source".to_string() } else { sources.join(", ") };
         let fragments = base.fragments().await?;
-        let operation = merge::prepare(&base.store, &base.env, base.schema(), &fragments, ingest::Input { batches, present }, keys, &source).await?;
+        let operation =
+            merge::prepare(&base.store, &base.env, base.schema(), &fragments, ingest::Input { batches, present }, keys, &source).await?;
         Ok(base.transaction(operation, now))
     }
 
@@ -174,7 +192,11 @@ impl Table {
     }
 
     /// The field ids `sql` reads, and its matching live rows as delta deletion vectors.
-    async fn find_deletions(&self, sql: &str, now: DateTime<Utc>) -> Result<(Vec<u32>, Vec<crate::format::manifest::FragmentDeletion>), WriteError> {
+    async fn find_deletions(
+        &self,
+        sql: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(Vec<u32>, Vec<crate::format::manifest::FragmentDeletion>), WriteError> {
         let predicate = predicate::compile(sql, self.schema(), now)?;
         let fragments = self.fragments().await?;
         let deletions = delete::find(&self.store, &self.env, &fragments, &predicate).await?;
@@ -318,7 +340,13 @@ impl Table {
                 if let Some(predicate) = check {
                     if let Some((row, values)) = predicate::first_row_outside(predicate, schema, std::slice::from_ref(&chunk.batch))? {
                         let file = chunk.source.to_string();
-                        return Err(InputError::OutsidePredicate { file, row: chunk.first_row + row, values, predicate: predicate.sql.clone() }.into());
+                        return Err(InputError::OutsidePredicate {
+                            file,
+                            row: chunk.first_row + row,
+                            values,
+                            predicate: predicate.sql.clone(),
+                        }
+                        .into());
                     }
                 }
                 writer.push(&chunk.batch).await?;

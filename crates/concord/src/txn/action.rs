@@ -83,9 +83,10 @@ pub(crate) fn for_operation(operation: Operation) -> Box<dyn Action> {
         op @ Operation::Update { .. } => Box::new(update::UpdateAction::new(op)),
         op @ Operation::Merge { .. } => Box::new(merge::MergeAction::new(op)),
         op @ Operation::Compact { .. } => Box::new(compact::CompactAction::new(op)),
-        op @ (Operation::AddColumn { .. } | Operation::DropColumn { .. } | Operation::RenameColumn { .. } | Operation::SetProperties { .. }) => {
-            Box::new(alter::AlterAction(op))
-        }
+        op @ (Operation::AddColumn { .. }
+        | Operation::DropColumn { .. }
+        | Operation::RenameColumn { .. }
+        | Operation::SetProperties { .. }) => Box::new(alter::AlterAction(op)),
         // Version 0 is created by `create_table`, never through the commit loop.
         op @ Operation::Create => Box::new(alter::AlterAction(op)),
     }

@@ -91,10 +91,17 @@ mod tests {
         assert_eq!(renamed.names(), vec!["id", "label", "qty"]);
         let dropped = schema_after(&renamed, &Operation::DropColumn { field_id: 1, name: "name".into() });
         assert_eq!(dropped.names(), vec!["id", "qty"]);
-        assert_eq!(schema_after(&dropped, &Operation::DropColumn { field_id: 1, name: "name".into() }), dropped, "dropping twice is a no-op");
-        let readded = schema_after(&dropped, &Operation::AddColumn {
-            column: NewColumn { name: "name".into(), column_type: ColumnType::Varchar, nullable: true, default: None },
-        });
+        assert_eq!(
+            schema_after(&dropped, &Operation::DropColumn { field_id: 1, name: "name".into() }),
+            dropped,
+            "dropping twice is a no-op"
+        );
+        let readded = schema_after(
+            &dropped,
+            &Operation::AddColumn {
+                column: NewColumn { name: "name".into(), column_type: ColumnType::Varchar, nullable: true, default: None },
+            },
+        );
         assert_eq!(readded.field("name").unwrap().id, 3, "a re-added column never reuses the old id");
         assert!(valid_column_name("a_1") && !valid_column_name("1a") && !valid_column_name("a b") && !valid_column_name(""));
     }

@@ -45,7 +45,12 @@ pub(crate) enum Outcome {
 }
 
 /// Commits `txn` alone; see the module docs. On error nothing of `txn` is visible.
-pub(crate) async fn commit(store: &TableStore, env: &Env, txn: &PreparedTransaction, opts: &CommitOptions) -> Result<CommitInfo, CommitError> {
+pub(crate) async fn commit(
+    store: &TableStore,
+    env: &Env,
+    txn: &PreparedTransaction,
+    opts: &CommitOptions,
+) -> Result<CommitInfo, CommitError> {
     let mut outcomes = commit_batch(store, env, &[(txn, opts)], Sharing::Group).await?;
     match outcomes.pop() {
         Some(Outcome::Committed(info)) => Ok(info),
@@ -149,7 +154,11 @@ pub(crate) async fn commit_batch(
         let elapsed = env.clock.monotonic() - started;
         for (i, member) in members.iter().enumerate() {
             if outcomes[i].is_none() && !member.opts.retry.allows_another(member.attempts, elapsed) {
-                let e = CommitError::TooMuchContention { attempts: member.attempts, elapsed_ms: elapsed.as_millis() as u64, last_version: version };
+                let e = CommitError::TooMuchContention {
+                    attempts: member.attempts,
+                    elapsed_ms: elapsed.as_millis() as u64,
+                    last_version: version,
+                };
                 outcomes[i] = Some(fail(sharing, member, e)?);
             }
         }
@@ -197,7 +206,10 @@ async fn build(
                 Sharing::Group => continue,
                 Sharing::Together => {
                     let with = records.get(k).map_or(member.txn.id, |r: &TransactionRecord| r.id);
-                    return Err(CommitError::JobMember { transaction_id: member.txn.id, source: Box::new(CommitError::CannotShareVersion { with }) });
+                    return Err(CommitError::JobMember {
+                        transaction_id: member.txn.id,
+                        source: Box::new(CommitError::CannotShareVersion { with }),
+                    });
                 }
             }
         }

@@ -138,12 +138,7 @@ fn group_state(group: &CompactGroup, current: &HashMap<u64, Fragment>) -> GroupS
 /// Brings `groups` up to date with `base`: keeps unchanged groups, redoes those whose
 /// inputs gained deleted rows, drops those with an input gone. Returns the data files
 /// of replaced outputs (no longer referenced; removable).
-async fn revalidate(
-    store: &TableStore,
-    env: &Env,
-    base: &Manifest,
-    groups: &mut Vec<CompactGroup>,
-) -> Result<Vec<String>, CommitError> {
+async fn revalidate(store: &TableStore, env: &Env, base: &Manifest, groups: &mut Vec<CompactGroup>) -> Result<Vec<String>, CommitError> {
     let ids: Vec<std::ops::Range<u64>> = groups.iter().flat_map(|g| g.inputs.iter().map(|i| i.fragment_id..i.fragment_id + 1)).collect();
     let current: HashMap<u64, Fragment> =
         fragments_in_scope(store, base, &RerunScope::Fragments(ids)).await?.into_iter().map(|f| (f.id, f)).collect();
@@ -213,7 +208,12 @@ mod tests {
             ("one small alone is left", vec![fragment(0, 10, 0), fragment(1, 100, 0)], 100, vec![]),
             ("small ones group", vec![fragment(0, 10, 0), fragment(1, 10, 0), fragment(2, 10, 0)], 100, vec![vec![0, 1, 2]]),
             ("cut at the target", vec![fragment(0, 60, 0), fragment(1, 60, 0), fragment(2, 30, 0)], 100, vec![vec![1, 2]]),
-            ("a large fragment breaks a run", vec![fragment(0, 1, 0), fragment(1, 500, 0), fragment(2, 1, 0), fragment(3, 1, 0)], 100, vec![vec![2, 3]]),
+            (
+                "a large fragment breaks a run",
+                vec![fragment(0, 1, 0), fragment(1, 500, 0), fragment(2, 1, 0), fragment(3, 1, 0)],
+                100,
+                vec![vec![2, 3]],
+            ),
             ("deleted rows alone are worth it", vec![fragment(0, 500, 100)], 100, vec![vec![0]]),
         ];
         for (name, fragments, target, expected) in cases {

@@ -231,8 +231,14 @@ fn rule_rewrite_over(winner: &Operation, isolation: IsolationLevel, added: Range
         {
             Resolution::Rerun(RerunScope::Everything)
         }
-        Operation::Compact { groups, .. } if compacted(groups).iter().any(|id| touched.contains(id)) => Resolution::Rerun(RerunScope::Everything),
-        Operation::Append { .. } | Operation::Update { .. } | Operation::ReplaceWhere { .. } | Operation::Merge { .. } | Operation::Compact { .. }
+        Operation::Compact { groups, .. } if compacted(groups).iter().any(|id| touched.contains(id)) => {
+            Resolution::Rerun(RerunScope::Everything)
+        }
+        Operation::Append { .. }
+        | Operation::Update { .. }
+        | Operation::ReplaceWhere { .. }
+        | Operation::Merge { .. }
+        | Operation::Compact { .. }
             if isolation == IsolationLevel::Serializable && !added.is_empty() =>
         {
             Resolution::Rerun(RerunScope::Fragments(vec![added]))
@@ -408,15 +414,23 @@ mod tests {
             ("column we wrote was dropped", Schema { fields: vec![base.fields[0].clone()], next_field_id: 2 }, vec![0, 1], false),
             (
                 "column type changed",
-                Schema { fields: vec![base.fields[0].clone(), Field { column_type: ColumnType::Bigint, ..base.fields[1].clone() }], next_field_id: 2 },
+                Schema {
+                    fields: vec![base.fields[0].clone(), Field { column_type: ColumnType::Bigint, ..base.fields[1].clone() }],
+                    next_field_id: 2,
+                },
                 vec![0, 1],
                 false,
             ),
-            ("new required column we lack", {
-                let mut s = base.clone();
-                s.fields.push(Field { id: 2, name: "z".into(), column_type: ColumnType::Int, nullable: false, default: None });
-                s
-            }, vec![0, 1], false),
+            (
+                "new required column we lack",
+                {
+                    let mut s = base.clone();
+                    s.fields.push(Field { id: 2, name: "z".into(), column_type: ColumnType::Int, nullable: false, default: None });
+                    s
+                },
+                vec![0, 1],
+                false,
+            ),
         ];
         for (name, theirs, written, rebases) in cases {
             let got = rule_written_columns_still_fit(written, &base, &theirs);
@@ -440,16 +454,29 @@ mod tests {
         };
         let mut dropped_name = with_schema(Operation::DropColumn { field_id: 1, name: "name".into() }, "id bigint not null");
         dropped_name.schema.next_field_id = 2;
-        let compact = Operation::Compact { target_rows: 10, groups: vec![CompactGroup { inputs: vec![CompactInput { fragment_id: 3, deletion: None, live_rows: 1 }], outputs: vec![] }] };
+        let compact = Operation::Compact {
+            target_rows: 10,
+            groups: vec![CompactGroup { inputs: vec![CompactInput { fragment_id: 3, deletion: None, live_rows: 1 }], outputs: vec![] }],
+        };
         let cases: Vec<(&str, Operation, Manifest, bool)> = vec![
             ("add over an add of another name", add("qty"), with_schema(add("other"), "id bigint not null, name varchar, other int"), true),
-            ("add over an add of the same name", add("qty"), with_schema(add("qty"), "id bigint not null, name varchar, qty bigint"), false),
+            (
+                "add over an add of the same name",
+                add("qty"),
+                with_schema(add("qty"), "id bigint not null, name varchar, qty bigint"),
+                false,
+            ),
             ("add over a rename to the same name", add("label"), with_schema(rename.clone(), "id bigint not null, label varchar"), false),
             ("rename over an append", rename.clone(), manifest_of(Operation::Append { fragments: vec![] }), true),
             ("rename over a drop of the column", rename.clone(), dropped_name.clone(), false),
             ("rename over a rename of the column", rename.clone(), with_schema(rename.clone(), "id bigint not null, label varchar"), false),
             ("drop over a drop of the column: no-op", Operation::DropColumn { field_id: 1, name: "name".into() }, dropped_name, true),
-            ("properties over anything", Operation::SetProperties { set: Default::default(), unset: vec![] }, manifest_of(Operation::Overwrite { fragments: vec![] }), true),
+            (
+                "properties over anything",
+                Operation::SetProperties { set: Default::default(), unset: vec![] },
+                manifest_of(Operation::Overwrite { fragments: vec![] }),
+                true,
+            ),
             ("compaction over an append", compact.clone(), manifest_of(Operation::Append { fragments: vec![] }), true),
         ];
         for (name, ours, winner, rebases) in cases {
@@ -459,7 +486,12 @@ mod tests {
                 assert!(matches!(got, Resolution::Incompatible { .. }), "{name}: {got:?}");
             }
         }
-        let over_delete = resolve(&compact, &ours_schema, IsolationLevel::Serializable, win(&manifest_of(Operation::Delete { predicate: "id = 1".into(), columns: vec![0], deletions: vec![] }), 12..12));
+        let over_delete = resolve(
+            &compact,
+            &ours_schema,
+            IsolationLevel::Serializable,
+            win(&manifest_of(Operation::Delete { predicate: "id = 1".into(), columns: vec![0], deletions: vec![] }), 12..12),
+        );
         assert_eq!(over_delete, Resolution::Rerun(RerunScope::Everything), "compaction re-checks its groups after a delete");
         // A delete whose fragments a compaction rewrote re-runs on its output, under both levels.
         let delete = Operation::Delete {

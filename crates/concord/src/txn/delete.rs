@@ -63,7 +63,13 @@ pub(crate) struct DeletionState {
 
 impl DeletionState {
     /// `base` with `deletions` applied, then `fragments` added.
-    pub(crate) async fn apply(&mut self, cx: &Cx<'_>, base: &Manifest, deletions: &[FragmentDeletion], fragments: &[NewFragment]) -> Result<NextState, CommitError> {
+    pub(crate) async fn apply(
+        &mut self,
+        cx: &Cx<'_>,
+        base: &Manifest,
+        deletions: &[FragmentDeletion],
+        fragments: &[NewFragment],
+    ) -> Result<NextState, CommitError> {
         let (deleted, rows_deleted) = apply(cx.store, cx.env, base, deletions, &mut self.memo).await?;
         let (segments, next_fragment_id) = add_fragments(cx.store, cx.env, deleted, base.next_fragment_id, fragments).await?;
         Ok(NextState { rows_deleted, ..NextState::with_segments(base, segments, next_fragment_id) })
@@ -127,8 +133,7 @@ fn compile_for<'a>(
     cached: &'a mut Option<(Schema, Predicate)>,
 ) -> Result<&'a Predicate, CommitError> {
     if cached.as_ref().is_none_or(|(schema, _)| *schema != base.schema) {
-        let predicate = predicate::compile(sql, &base.schema, now)
-            .map_err(|e| CommitError::rerun(base.version, e))?;
+        let predicate = predicate::compile(sql, &base.schema, now).map_err(|e| CommitError::rerun(base.version, e))?;
         *cached = Some((base.schema.clone(), predicate));
     }
     Ok(&cached.as_ref().expect("just set").1)
@@ -154,16 +159,19 @@ pub(crate) async fn fragments_in_scope(store: &TableStore, base: &Manifest, scop
     for segment in &base.segments {
         let wanted = match scope {
             RerunScope::Everything => true,
-            RerunScope::Fragments(ranges) => {
-                ranges.iter().any(|r| r.start <= segment.max_fragment_id && segment.min_fragment_id < r.end)
-            }
+            RerunScope::Fragments(ranges) => ranges.iter().any(|r| r.start <= segment.max_fragment_id && segment.min_fragment_id < r.end),
         };
         if wanted {
             let read = store.read_segment(segment).await?;
-            fragments.extend(read.fragments.iter().filter(|f| match scope {
-                RerunScope::Everything => true,
-                RerunScope::Fragments(ranges) => ranges.iter().any(|r| r.contains(&f.id)),
-            }).cloned());
+            fragments.extend(
+                read.fragments
+                    .iter()
+                    .filter(|f| match scope {
+                        RerunScope::Everything => true,
+                        RerunScope::Fragments(ranges) => ranges.iter().any(|r| r.contains(&f.id)),
+                    })
+                    .cloned(),
+            );
         }
     }
     Ok(fragments)

@@ -43,7 +43,11 @@ fn groupable(txn: &PreparedTransaction, opts: &CommitOptions) -> bool {
     opts.expect_version.is_none()
         && matches!(
             txn.operation,
-            Operation::Append { .. } | Operation::Delete { .. } | Operation::Update { .. } | Operation::Merge { .. } | Operation::ReplaceWhere { .. }
+            Operation::Append { .. }
+                | Operation::Delete { .. }
+                | Operation::Update { .. }
+                | Operation::Merge { .. }
+                | Operation::ReplaceWhere { .. }
         )
 }
 

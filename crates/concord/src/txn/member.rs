@@ -89,7 +89,8 @@ impl<'a> Member<'a> {
         let isolation = self.isolation(state);
         for (k, (operation, added, key)) in earlier.iter().enumerate() {
             let same_key = key.is_some() && *key == self.opts.idempotency_key;
-            let resolution = conflict::resolve(self.operation(), &self.txn.read_schema, isolation, Winner::new(operation, &state.schema, added.clone()));
+            let resolution =
+                conflict::resolve(self.operation(), &self.txn.read_schema, isolation, Winner::new(operation, &state.schema, added.clone()));
             if same_key || resolution != Resolution::Rebase {
                 return Err(k);
             }
@@ -161,11 +162,20 @@ impl Judged {
             // the operation as re-runs have extended it: a winner touching rows a re-run
             // added is as much a conflict as one touching the original rows.
             for theirs in &winner.transactions {
-                match conflict::resolve(action.operation(), &txn.read_schema, isolation, Winner::new(&theirs.operation, &winner.schema, added.clone())) {
+                match conflict::resolve(
+                    action.operation(),
+                    &txn.read_schema,
+                    isolation,
+                    Winner::new(&theirs.operation, &winner.schema, added.clone()),
+                ) {
                     Resolution::Rebase => {}
                     Resolution::Rerun(scope) => self.pending_rerun = Some(RerunScope::widen(self.pending_rerun.take(), scope)),
                     Resolution::Incompatible { reason } => {
-                        return Err(CommitError::Incompatible { winner_version: v, winner_operation: theirs.operation.name().to_string(), reason });
+                        return Err(CommitError::Incompatible {
+                            winner_version: v,
+                            winner_operation: theirs.operation.name().to_string(),
+                            reason,
+                        });
                     }
                 }
             }

@@ -128,7 +128,13 @@ struct Matched {
 
 /// Matches `source` against the live rows of `fragments`: their deletions, and the
 /// matched rows with the source's columns set.
-async fn match_rows(store: &TableStore, env: &Env, schema: &Schema, source: &Source, fragments: &[Fragment]) -> Result<Matched, WriteError> {
+async fn match_rows(
+    store: &TableStore,
+    env: &Env,
+    schema: &Schema,
+    source: &Source,
+    fragments: &[Fragment],
+) -> Result<Matched, WriteError> {
     let deletions = delete::find(store, env, fragments, &source.keys).await?;
     let plan = Arc::new(ScanPlan { fields: schema.fields.clone(), output: schema.arrow_schema(), predicate: None });
     let mut matched = Matched { deletions: Vec::new(), rows: Vec::new(), keys: HashSet::new() };
@@ -171,7 +177,13 @@ fn missing_for_insert(schema: &Schema, source: &Source, inserted: &[RecordBatch]
 /// The source keys of a prepared merge, read back from its own data files (a full
 /// merge's are its source rows; a partial merge's hold every source key, the first
 /// row of each with the source's values).
-async fn source_keys(store: &TableStore, schema: &Schema, keys: &[String], source: &[NewFragment], version: u64) -> Result<Source, CommitError> {
+async fn source_keys(
+    store: &TableStore,
+    schema: &Schema,
+    keys: &[String],
+    source: &[NewFragment],
+    version: u64,
+) -> Result<Source, CommitError> {
     let fields = KeySet::fields_for(schema, keys).map_err(|e| CommitError::rerun(version, e))?;
     let plan = Arc::new(ScanPlan { fields: schema.fields.clone(), output: schema.arrow_schema(), predicate: None });
     let mut batches = Vec::new();
@@ -209,7 +221,9 @@ impl Action for MergeAction {
     }
 
     async fn rerun(&mut self, cx: &Cx<'_>, base: &Manifest, scope: &RerunScope) -> Result<(), CommitError> {
-        let Operation::Merge { keys, deletions, fragments, partial, .. } = &mut self.op else { unreachable!("a merge action holds a merge") };
+        let Operation::Merge { keys, deletions, fragments, partial, .. } = &mut self.op else {
+            unreachable!("a merge action holds a merge")
+        };
         let parts = MergeParts { deletions, fragments, partial };
         rerun(cx.store, cx.env, base, keys, parts, scope, &mut self.source).await?;
         if matches!(scope, RerunScope::Everything) {
@@ -304,7 +318,8 @@ async fn without_keys(
     for new in &inserted {
         let fragment = Fragment { id: 0, files: new.files.clone(), physical_rows: new.rows, deletion: None };
         for batch in scan::read_fragment(store, &fragment, plan.clone()).await? {
-            let keep: BooleanArray = source.keys.locate(&batch).map_err(WriteError::encode)?.iter().map(|(k, _)| Some(!keys.contains(k))).collect();
+            let keep: BooleanArray =
+                source.keys.locate(&batch).map_err(WriteError::encode)?.iter().map(|(k, _)| Some(!keys.contains(k))).collect();
             let rows = filter_record_batch(&batch, &keep).map_err(WriteError::encode)?;
             if rows.num_rows() > 0 {
                 kept.push(rows);

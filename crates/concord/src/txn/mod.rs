@@ -26,19 +26,27 @@ pub(crate) mod update;
 use uuid::Uuid;
 
 use crate::error::WriteError;
-pub use crate::format::staged::{PreparedTransaction, StagedOptions};
 use crate::format::manifest::{IsolationLevel, Manifest, TransactionRecord};
+pub use crate::format::staged::{PreparedTransaction, StagedOptions};
 pub use retry::RetryPolicy;
 
 impl StagedOptions {
     /// The parts of `options` a staged transaction keeps.
     pub fn of(options: &CommitOptions) -> Self {
-        StagedOptions { isolation: options.isolation, expect_version: options.expect_version, idempotency_key: options.idempotency_key.clone() }
+        StagedOptions {
+            isolation: options.isolation,
+            expect_version: options.expect_version,
+            idempotency_key: options.idempotency_key.clone(),
+        }
     }
 
     /// `given` with these options filled in; an option both set differently is refused.
     pub fn apply_to(&self, given: &CommitOptions) -> Result<CommitOptions, WriteError> {
-        fn pick<T: Clone + PartialEq + std::fmt::Display>(option: &'static str, staged: &Option<T>, given: &Option<T>) -> Result<Option<T>, WriteError> {
+        fn pick<T: Clone + PartialEq + std::fmt::Display>(
+            option: &'static str,
+            staged: &Option<T>,
+            given: &Option<T>,
+        ) -> Result<Option<T>, WriteError> {
             match (staged, given) {
                 (Some(s), Some(g)) if s != g => Err(WriteError::ContradictsStaged { option, staged: s.to_string(), given: g.to_string() }),
                 (Some(s), _) => Ok(Some(s.clone())),
@@ -53,7 +61,6 @@ impl StagedOptions {
         })
     }
 }
-
 
 /// How a write commits.
 #[derive(Debug, Clone, Default)]

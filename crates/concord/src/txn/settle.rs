@@ -92,8 +92,9 @@ pub(crate) async fn create_and_settle(
         failures += 1;
         let elapsed = env.clock.monotonic() - started;
         if elapsed >= retry.timeout || failures >= retry.max_attempts {
-            let cause = last_error
-                .unwrap_or_else(|| StorageError::new("reading back", coordinator.describe_version(version), StorageCause::ReportedButUnreadable));
+            let cause = last_error.unwrap_or_else(|| {
+                StorageError::new("reading back", coordinator.describe_version(version), StorageCause::ReportedButUnreadable)
+            });
             return Err(CommitError::CommitStateUnknown { version, transaction_id, cause });
         }
         let pause = retry.error_backoff(failures, retry.min_backoff, |max| env.random_below_or_eq(max));
@@ -124,4 +125,3 @@ pub(crate) async fn create_table(store: &TableStore, manifest: &Manifest) -> Res
     }
     Ok(created)
 }
-

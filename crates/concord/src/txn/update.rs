@@ -19,8 +19,8 @@ use super::delete::{self, DeletionState};
 use crate::env::Env;
 use crate::error::{CommitError, InputError, PredicateError, ScanError, WriteError};
 use crate::format::manifest::{Assignment, Fragment, FragmentDeletion, Manifest, NewFragment, Operation};
-use crate::format::schema::{Field, Schema};
 use crate::format::schema::ColumnNameError;
+use crate::format::schema::{Field, Schema};
 use crate::io::cast::{self, CastFailure};
 use crate::io::predicate::{self, Predicate};
 use crate::io::scan::{self, ScanPlan};
@@ -53,10 +53,13 @@ impl Action for UpdateAction {
     /// Evaluates the update on the fragments in scope of the new base: both its
     /// deletions and its new rows are added (or, for everything, replaced).
     async fn rerun(&mut self, cx: &Cx<'_>, base: &Manifest, scope: &RerunScope) -> Result<(), CommitError> {
-        let Operation::Update { predicate, set, deletions, fragments, .. } = &mut self.op else { unreachable!("an update action holds an update") };
+        let Operation::Update { predicate, set, deletions, fragments, .. } = &mut self.op else {
+            unreachable!("an update action holds an update")
+        };
         let update = compile(&base.schema, predicate.as_deref(), set, cx.now).map_err(|e| CommitError::rerun(base.version, e))?;
         let in_scope = delete::fragments_in_scope(cx.store, base, scope).await?;
-        let (more_deletions, more_fragments) = run(cx.store, cx.env, &update, &in_scope).await.map_err(|e| CommitError::rerun(base.version, e))?;
+        let (more_deletions, more_fragments) =
+            run(cx.store, cx.env, &update, &in_scope).await.map_err(|e| CommitError::rerun(base.version, e))?;
         match scope {
             RerunScope::Everything => {
                 *deletions = more_deletions;
@@ -102,7 +105,12 @@ pub(crate) struct CompiledUpdate {
 }
 
 /// Plans `SET ... WHERE sql` against `schema`, with `now()` fixed at `now`.
-pub(crate) fn compile(schema: &Schema, sql: Option<&str>, set: &[Assignment], now: DateTime<Utc>) -> Result<CompiledUpdate, UpdatePlanError> {
+pub(crate) fn compile(
+    schema: &Schema,
+    sql: Option<&str>,
+    set: &[Assignment],
+    now: DateTime<Utc>,
+) -> Result<CompiledUpdate, UpdatePlanError> {
     let predicate = sql.map(|s| predicate::compile(s, schema, now)).transpose()?;
     let mut columns: Vec<u32> = predicate.iter().flat_map(|p| p.fields.iter().map(|f| f.id)).collect();
     let mut assignments = Vec::with_capacity(set.len());
@@ -110,7 +118,11 @@ pub(crate) fn compile(schema: &Schema, sql: Option<&str>, set: &[Assignment], no
         let field = schema.resolve(&a.column)?;
         let index = schema.fields.iter().position(|f| f.id == field.id).expect("resolved");
         if assignments.iter().any(|(i, _)| *i == index) {
-            return Err(PredicateError::Invalid { sql: format!("{} = {}", a.column, a.expr), reason: format!("column '{}' is set twice", field.name) }.into());
+            return Err(PredicateError::Invalid {
+                sql: format!("{} = {}", a.column, a.expr),
+                reason: format!("column '{}' is set twice", field.name),
+            }
+            .into());
         }
         let (expr, read) = predicate::compile_value(&a.expr, schema, now)?;
         columns.push(schema.fields[index].id);
@@ -184,7 +196,8 @@ fn apply_set(update: &CompiledUpdate, batch: &RecordBatch) -> Result<RecordBatch
     for (index, expr) in &update.assignments {
         let field = &update.schema.fields[*index];
         let failed = |reason: String| PredicateError::Failed { sql: format!("{} = ...", field.name), reason };
-        let value = expr.evaluate(batch).and_then(|v| v.into_array(batch.num_rows())).map_err(|e| SetFailure::Predicate(failed(e.to_string())))?;
+        let value =
+            expr.evaluate(batch).and_then(|v| v.into_array(batch.num_rows())).map_err(|e| SetFailure::Predicate(failed(e.to_string())))?;
         let value = cast::to_column(&value, field.column_type).map_err(|e| {
             SetFailure::Input(match e {
                 CastFailure::Type { found } => InputError::TypeMismatch {
