@@ -2,8 +2,11 @@
 
 use std::io::Write;
 
-use arrow::array::{Array, RecordBatch};
-use arrow::datatypes::SchemaRef;
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrowPrimitiveType, AsArray, PrimitiveArray, RecordBatch};
+use arrow::datatypes::{DataType, Float32Type, Float64Type, SchemaRef};
+use arrow::json::writer::{Encoder, EncoderFactory, EncoderOptions, NullableEncoder};
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 use concord::{CommitInfo, Schema, VersionInfo};
 use serde_json::json;
@@ -35,6 +38,8 @@ pub struct RowWriter<W: Write> {
     widths: Option<Vec<usize>>,
     /// Arrow format: the stream's encoder (its bytes go to `out` as each batch is encoded).
     ipc: Option<arrow_ipc::writer::StreamWriter<Vec<u8>>>,
+    /// Table format: some value was cut to its column's width.
+    cut: bool,
 }
 
 impl RowWriter<std::io::BufWriter<std::io::StdoutLock<'static>>> {
@@ -45,19 +50,34 @@ impl RowWriter<std::io::BufWriter<std::io::StdoutLock<'static>>> {
 
 impl<W: Write> RowWriter<W> {
     pub fn new(format: RowFormat, schema: SchemaRef, out: W) -> Self {
-        RowWriter { format, schema, out, widths: None, ipc: None }
+        RowWriter { format, schema, out, widths: None, ipc: None, cut: false }
     }
 
     pub fn write(&mut self, batch: &RecordBatch) -> Result<(), Failure> {
         match self.format {
             RowFormat::Table => {
-                let cells = cells(batch)?;
+                let cells = cells(batch, "NULL")?;
                 if self.widths.is_none() {
                     self.start_table(Some(&cells))?;
                 }
                 let widths = self.widths.as_ref().expect("set above");
                 for row in 0..batch.num_rows() {
-                    let line: Vec<String> = cells.iter().zip(widths).map(|(column, w)| format!(" {:<w$} ", column[row])).collect();
+                    let line: Vec<String> = cells
+                        .iter()
+                        .zip(widths)
+                        .map(|(column, w)| {
+                            let cell = &column[row];
+                            // Columns are sized by the first batch (the table streams): a
+                            // wider value later is cut, so that every row stays aligned.
+                            if cell.chars().count() > *w {
+                                self.cut = true;
+                                let kept: String = cell.chars().take(w.saturating_sub(1)).collect();
+                                format!(" {kept}\u{2026} ")
+                            } else {
+                                format!(" {cell:<w$} ")
+                            }
+                        })
+                        .collect();
                     writeln!(self.out, "|{}|", line.join("|"))?;
                 }
             }
@@ -65,7 +85,7 @@ impl<W: Write> RowWriter<W> {
                 if self.widths.is_none() {
                     self.csv_header()?;
                 }
-                let columns = cells(batch)?;
+                let columns = cells(batch, "")?;
                 let mut line = String::new();
                 for row in 0..batch.num_rows() {
                     line.clear();
@@ -83,6 +103,7 @@ impl<W: Write> RowWriter<W> {
             RowFormat::Json => {
                 let mut writer = arrow::json::WriterBuilder::new()
                     .with_explicit_nulls(true)
+                    .with_encoder_factory(Arc::new(SpecialFloats))
                     .build::<_, arrow::json::writer::LineDelimited>(&mut self.out);
                 writer.write(batch)?;
                 writer.finish()?;
@@ -118,6 +139,11 @@ impl<W: Write> RowWriter<W> {
                 }
                 let border = border(self.widths.as_ref().expect("set above"));
                 writeln!(self.out, "{border}")?;
+                if self.cut {
+                    eprintln!(
+                        "note: values wider than their column (sized by the first rows) were cut; --format csv or json prints them whole"
+                    );
+                }
             }
             RowFormat::Csv if self.widths.is_none() => self.csv_header()?,
             RowFormat::Csv | RowFormat::Json => {}
@@ -163,9 +189,9 @@ impl<W: Write> RowWriter<W> {
     }
 }
 
-/// Each column's values as text (NULL as empty).
-fn cells(batch: &RecordBatch) -> Result<Vec<Vec<String>>, Failure> {
-    let options = FormatOptions::default();
+/// Each column's values as text, NULL as `null`.
+fn cells(batch: &RecordBatch, null: &str) -> Result<Vec<Vec<String>>, Failure> {
+    let options = FormatOptions::default().with_null(null);
     batch
         .columns()
         .iter()
@@ -174,6 +200,44 @@ fn cells(batch: &RecordBatch) -> Result<Vec<Vec<String>>, Failure> {
             Ok((0..batch.num_rows()).map(|i| f.value(i).to_string()).collect())
         })
         .collect()
+}
+
+/// JSON has no literal for infinities and NaN (arrow's writer prints null, which
+/// re-imports as NULL): they are written as the strings "NaN", "Infinity" and
+/// "-Infinity", which appends read back into float columns.
+#[derive(Debug)]
+struct SpecialFloats;
+
+impl EncoderFactory for SpecialFloats {
+    fn make_default_encoder<'a>(
+        &self,
+        _field: &'a arrow::datatypes::FieldRef,
+        array: &'a dyn Array,
+        _options: &'a EncoderOptions,
+    ) -> Result<Option<NullableEncoder<'a>>, arrow::error::ArrowError> {
+        let encoder: Box<dyn Encoder + 'a> = match array.data_type() {
+            DataType::Float64 => Box::new(FloatEncoder(array.as_primitive::<Float64Type>(), |v| format!("{v:?}"))),
+            DataType::Float32 => Box::new(FloatEncoder(array.as_primitive::<Float32Type>(), |v| format!("{v:?}"))),
+            _ => return Ok(None),
+        };
+        Ok(Some(NullableEncoder::new(encoder, array.logical_nulls())))
+    }
+}
+
+/// Floats as JSON; `shortest` prints the shortest text that reads back as the same float.
+struct FloatEncoder<'a, T: ArrowPrimitiveType>(&'a PrimitiveArray<T>, fn(T::Native) -> String);
+
+impl<T: ArrowPrimitiveType> Encoder for FloatEncoder<'_, T> {
+    fn encode(&mut self, idx: usize, out: &mut Vec<u8>) {
+        let text = (self.1)(self.0.value(idx));
+        let special = match text.as_str() {
+            "NaN" => Some("\"NaN\""),
+            "inf" => Some("\"Infinity\""),
+            "-inf" => Some("\"-Infinity\""),
+            _ => None,
+        };
+        out.extend_from_slice(special.unwrap_or(&text).as_bytes());
+    }
 }
 
 fn border(widths: &[usize]) -> String {

@@ -28,3 +28,4 @@ mod sql;
 mod stress;
 mod update;
 mod vacuum;
+mod values;

@@ -136,8 +136,9 @@ pub enum PredicateError {
         /// Its type.
         right_type: String,
     },
-    /// A text literal compared with a column is not a value of the column's type.
-    #[error("in '{}', '{value}' is not a valid {column_type}, the type of {column}", abbreviate(sql))]
+    /// A text literal compared with a column is not exactly a value of the column's
+    /// type (it does not parse, or it is more precise than the column keeps).
+    #[error("in '{}', '{value}' is not exactly a {column_type} value (the type of {column}): it does not parse, or it is more precise than the column keeps, so no stored value could equal it", abbreviate(sql))]
     BadLiteral {
         /// The expression.
         sql: String,
@@ -147,6 +148,14 @@ pub enum PredicateError {
         column: String,
         /// That side's type.
         column_type: String,
+    },
+    /// A number literal no double holds.
+    #[error("in '{}', the number {number} does not fit a double (it would become infinite or zero)", abbreviate(sql))]
+    NumberOutOfRange {
+        /// The expression.
+        sql: String,
+        /// The number as written.
+        number: String,
     },
     /// Evaluating the expression on rows failed (e.g. an explicit CAST a value does
     /// not fit).

@@ -1,17 +1,20 @@
 //! The one rule for putting values into a column, used by every write (append, merge,
-//! overwrite, update's SET, a new column's default).
+//! overwrite, update's SET, a new column's default) and by predicate literals.
 //!
 //! A value is stored only if it converts exactly: text must parse as the column's
-//! type, a number must be in range and, for an integer column, whole; a timestamp
-//! stored in a date column must be at midnight. Anything else is refused, never stored
-//! as NULL or rounded.
+//! type; a number must be in range, whole for an integer column, and read back as the
+//! same number from a float column (16777217 does not fit a `float`; a finite value
+//! never becomes infinite, a non-zero one never zero); a timestamp keeps its precision
+//! (nanoseconds do not fit microseconds unless they are zero); a date is a timestamp
+//! at midnight UTC. Timestamps are instants: one without a zone is read as UTC.
+//! Anything else is refused, never stored as NULL, rounded or truncated.
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray};
+use arrow::array::{Array, ArrayRef, AsArray, StringArray};
 use arrow::compute::kernels::cmp::eq;
-use arrow::compute::{cast_with_options, CastOptions};
-use arrow::datatypes::{DataType, Float32Type, Float64Type, TimeUnit, TimestampMicrosecondType};
+use arrow::compute::{cast, cast_with_options, CastOptions};
+use arrow::datatypes::{DataType, Float32Type, Float64Type, TimeUnit};
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 
 use crate::format::schema::ColumnType;
@@ -25,85 +28,271 @@ pub(crate) enum CastFailure {
     Value { row: usize, value: String },
 }
 
+/// Which input types a column accepts, each value then checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// Values computed by SQL or read as text (CSV): text parses into any type, and
+    /// numbers, dates and booleans become text in a `varchar` column.
+    Any,
+    /// Typed input (Parquet, Arrow): values of the column's kind only (numbers into
+    /// numeric columns, text into `varchar`, dates and timestamps into either).
+    Typed,
+}
+
 /// `input` as values of `to`, exactly (see the module docs). NULLs stay NULL.
-pub(crate) fn to_column(input: &ArrayRef, to: ColumnType) -> Result<ArrayRef, CastFailure> {
-    let target = to.arrow_type();
-    if input.data_type() == &target {
+pub(crate) fn to_column(input: &ArrayRef, to: ColumnType, source: Source) -> Result<ArrayRef, CastFailure> {
+    to_type(input, &to.arrow_type(), source)
+}
+
+/// `input` as values of `target`, the Arrow type of a column type.
+pub(crate) fn to_type(input: &ArrayRef, target: &DataType, source: Source) -> Result<ArrayRef, CastFailure> {
+    if input.data_type() == target {
         return Ok(input.clone());
     }
     let from = input.data_type();
-    if !assignable(from, to) {
+    if !accepts_type(from, target, source) {
         return Err(CastFailure::Type { found: sql_type_name(from) });
     }
+    let input = plain(input);
+    if input.data_type() == target {
+        return Ok(input);
+    }
+    let text = is_text(input.data_type()).then(|| cast(&input, &DataType::Utf8).expect("text casts to Utf8"));
+    if let Some(text) = &text {
+        check_text_precision(text.as_string::<i32>(), target)?;
+    }
     let options = CastOptions { safe: true, ..Default::default() };
-    let output = match to {
-        // Via a zone-less timestamp (values are UTC instants), then labelled UTC: avoids
-        // needing named-timezone support; naive strings and timestamps are taken as UTC.
-        ColumnType::Timestamp => cast_with_options(input, &DataType::Timestamp(TimeUnit::Microsecond, None), &options)
-            .map(|a| Arc::new(a.as_primitive::<TimestampMicrosecondType>().clone().with_timezone("UTC")) as ArrayRef),
-        _ => cast_with_options(input, &target, &options),
+    let output = match target {
+        // Via a zone-less timestamp (values are UTC instants), then labelled with the
+        // column's zone: avoids needing named-timezone support.
+        DataType::Timestamp(unit, Some(zone)) => {
+            cast_with_options(&input, &DataType::Timestamp(*unit, None), &options).map(|a| relabel(&a, Some(zone.clone())))
+        }
+        _ => cast_with_options(&input, target, &options),
     }
     .map_err(|_| CastFailure::Type { found: sql_type_name(from) })?;
-    if let Some(row) = first_lost(input, &output) {
-        return Err(CastFailure::Value { row, value: display_value(input, row) });
+    let lost = match &text {
+        Some(text) => first_lost_nulls(&input, &output).or_else(|| first_inexact_float_text(text.as_string::<i32>(), &output)),
+        None => first_lost(&input, &output),
+    };
+    if let Some(row) = lost {
+        return Err(CastFailure::Value { row, value: display_value(&input, row) });
     }
     Ok(output)
 }
 
-/// The first present value that did not survive the cast: it became NULL, or (for
-/// conversions that can round) it does not convert back to itself.
-fn first_lost(input: &ArrayRef, output: &ArrayRef) -> Option<usize> {
-    let present = |i: usize| input.logical_nulls().is_none_or(|n| n.is_valid(i));
-    if output.null_count() != input.logical_null_count() {
-        if let Some(i) = (0..input.len()).find(|&i| present(i) && output.is_null(i)) {
-            return Some(i);
-        }
-    }
-    if output.data_type() == &DataType::Float32 {
-        return first_overflow(input, output);
-    }
-    if !may_round(input.data_type(), output.data_type()) {
-        return None;
-    }
-    let back = arrow::compute::cast(output, input.data_type()).ok()?;
-    let same = eq(&back, input).ok()?;
-    (0..input.len()).find(|&i| present(i) && !same.value(i))
+/// Whether a column of type `to` takes values of type `from` from `source` (each value
+/// is then checked).
+pub(crate) fn accepts(from: &DataType, to: ColumnType, source: Source) -> bool {
+    accepts_type(from, &to.arrow_type(), source)
 }
 
-/// A finite value too large for a `float` column (it became infinite).
-fn first_overflow(input: &ArrayRef, output: &ArrayRef) -> Option<usize> {
-    let wide = arrow::compute::cast(input, &DataType::Float64).ok()?;
-    let (wide, narrow) = (wide.as_primitive::<Float64Type>(), output.as_primitive::<Float32Type>());
-    (0..input.len()).find(|&i| wide.is_valid(i) && wide.value(i).is_finite() && narrow.value(i).is_infinite())
+fn accepts_type(from: &DataType, to: &DataType, source: Source) -> bool {
+    from == to
+        || match source {
+            Source::Any => assignable(from, to),
+            Source::Typed => same_kind(from, to),
+        }
+}
+
+fn is_text(t: &DataType) -> bool {
+    matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
+}
+
+fn is_binary(t: &DataType) -> bool {
+    matches!(t, DataType::Binary | DataType::LargeBinary | DataType::BinaryView | DataType::FixedSizeBinary(_))
+}
+
+fn is_temporal(t: &DataType) -> bool {
+    matches!(t, DataType::Date32 | DataType::Date64 | DataType::Timestamp(..))
+}
+
+/// Dictionary arrays as their values, and timestamps without their zone label (the
+/// values are UTC instants whatever the label: a date or a UTC column then reads them
+/// as such).
+fn plain(input: &ArrayRef) -> ArrayRef {
+    match input.data_type() {
+        DataType::Dictionary(_, values) => plain(&cast(input, values).expect("a dictionary casts to its value type")),
+        DataType::Timestamp(_, Some(_)) => relabel(input, None),
+        _ => input.clone(),
+    }
+}
+
+/// A timestamp array with another zone label (same instants).
+fn relabel(input: &ArrayRef, zone: Option<Arc<str>>) -> ArrayRef {
+    use arrow::datatypes::{
+        TimestampMicrosecondType as Us, TimestampMillisecondType as Ms, TimestampNanosecondType as Ns, TimestampSecondType as S,
+    };
+    match input.data_type() {
+        DataType::Timestamp(TimeUnit::Second, _) => Arc::new(input.as_primitive::<S>().clone().with_timezone_opt(zone)),
+        DataType::Timestamp(TimeUnit::Millisecond, _) => Arc::new(input.as_primitive::<Ms>().clone().with_timezone_opt(zone)),
+        DataType::Timestamp(TimeUnit::Microsecond, _) => Arc::new(input.as_primitive::<Us>().clone().with_timezone_opt(zone)),
+        DataType::Timestamp(TimeUnit::Nanosecond, _) => Arc::new(input.as_primitive::<Ns>().clone().with_timezone_opt(zone)),
+        _ => input.clone(),
+    }
+}
+
+/// Text more precise than the column: sub-microsecond digits for a microsecond
+/// timestamp, a time of day other than midnight for a date. (Parsing would drop them.)
+fn check_text_precision(text: &StringArray, target: &DataType) -> Result<(), CastFailure> {
+    let divisor: u32 = match target {
+        DataType::Timestamp(TimeUnit::Second, _) => 1_000_000_000,
+        DataType::Timestamp(TimeUnit::Millisecond, _) => 1_000_000,
+        DataType::Timestamp(TimeUnit::Microsecond, _) => 1_000,
+        DataType::Date32 => 0,
+        _ => return Ok(()),
+    };
+    for (row, value) in text.iter().enumerate() {
+        let Some(value) = value.map(str::trim) else { continue };
+        if divisor == 0 && value.len() <= 10 {
+            continue; // a date alone
+        }
+        // Unparsable text is refused by the cast itself.
+        let Ok(at) = arrow::compute::kernels::cast_utils::string_to_datetime(&chrono::Utc, value) else { continue };
+        let exact = match divisor {
+            0 => at.naive_utc().time() == chrono::NaiveTime::MIN,
+            d => chrono::Timelike::nanosecond(&at) % d == 0,
+        };
+        if !exact {
+            return Err(CastFailure::Value { row, value: value.to_string() });
+        }
+    }
+    Ok(())
+}
+
+/// The first present value that became NULL.
+fn first_lost_nulls(input: &ArrayRef, output: &ArrayRef) -> Option<usize> {
+    if output.null_count() == input.logical_null_count() {
+        return None;
+    }
+    (0..input.len()).find(|&i| present(input, i) && output.is_null(i))
+}
+
+fn present(array: &ArrayRef, i: usize) -> bool {
+    array.logical_nulls().is_none_or(|n| n.is_valid(i))
+}
+
+/// The first present value that did not survive the cast: it became NULL, or it does
+/// not read back as itself.
+fn first_lost(input: &ArrayRef, output: &ArrayRef) -> Option<usize> {
+    if let Some(row) = first_lost_nulls(input, output) {
+        return Some(row);
+    }
+    let (from, to) = (input.data_type(), output.data_type());
+    if let (DataType::Float64, DataType::Float32) = (from, to) {
+        let (wide, narrow) = (input.as_primitive::<Float64Type>(), output.as_primitive::<Float32Type>());
+        return (0..input.len()).find(|&i| wide.is_valid(i) && !float32_reads_as(narrow.value(i), wide.value(i)));
+    }
+    if !may_round(from, to) {
+        return None;
+    }
+    let back = match cast(output, from) {
+        Ok(back) => back,
+        Err(_) => return (0..input.len()).find(|&i| present(input, i)),
+    };
+    let same = eq(&back, input).ok()?;
+    (0..input.len()).find(|&i| present(input, i) && !(same.is_valid(i) && same.value(i)))
+}
+
+/// Whether the float `stored` reads back as the number `meant`: the same value, or
+/// one whose shortest decimal form is `meant` (0.1 is stored as the float nearest it).
+fn float32_reads_as(stored: f32, meant: f64) -> bool {
+    if meant.is_nan() {
+        return stored.is_nan();
+    }
+    stored as f64 == meant || stored.to_string().parse::<f64>().is_ok_and(|s| s == meant)
 }
 
 /// Conversions that succeed while changing the value: a fraction into an integer, a
-/// time of day into a date.
+/// time of day into a date, finer time units into coarser ones, integers and decimals
+/// into floats that cannot hold them.
 fn may_round(from: &DataType, to: &DataType) -> bool {
-    let fractional =
-        matches!(from, DataType::Float16 | DataType::Float32 | DataType::Float64 | DataType::Decimal128(..) | DataType::Decimal256(..));
-    (fractional && to.is_integer()) || (matches!(from, DataType::Timestamp(..) | DataType::Date64) && matches!(to, DataType::Date32))
+    use DataType::*;
+    let fractional = matches!(from, Float16 | Float32 | Float64 | Decimal32(..) | Decimal64(..) | Decimal128(..) | Decimal256(..));
+    let into_float = matches!(to, Float16 | Float32 | Float64);
+    match (from, to) {
+        (Timestamp(a, _), Timestamp(b, _)) => unit_nanos(*a) < unit_nanos(*b),
+        (Timestamp(..) | Date64, Date32) => true,
+        (Float16 | Float32, Float32 | Float64) => false,
+        _ => (fractional && to.is_integer()) || (into_float && (from.is_integer() || fractional)),
+    }
 }
 
-/// Which types of values a column of type `to` accepts (each value then checked).
-pub(crate) fn assignable(from: &DataType, to: ColumnType) -> bool {
-    use ColumnType::*;
-    let text = matches!(from, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View);
+fn unit_nanos(unit: TimeUnit) -> i64 {
+    match unit {
+        TimeUnit::Second => 1_000_000_000,
+        TimeUnit::Millisecond => 1_000_000,
+        TimeUnit::Microsecond => 1_000,
+        TimeUnit::Nanosecond => 1,
+    }
+}
+
+/// Text parsed into a float column that does not read back as the text's number: a
+/// finite value that overflowed to infinity, a non-zero one that became zero, and (for
+/// `float`) more digits than the column holds. `inf`, `infinity` and `nan` are values.
+fn first_inexact_float_text(text: &StringArray, output: &ArrayRef) -> Option<usize> {
+    let value = |i: usize| -> f64 {
+        match output.data_type() {
+            DataType::Float32 => output.as_primitive::<Float32Type>().value(i) as f64,
+            _ => output.as_primitive::<Float64Type>().value(i),
+        }
+    };
+    if !matches!(output.data_type(), DataType::Float32 | DataType::Float64) {
+        return None;
+    }
+    (0..text.len()).find(|&i| {
+        if text.is_null(i) || output.is_null(i) {
+            return false;
+        }
+        let written = text.value(i).trim();
+        let stored = value(i);
+        let spelled = written.trim_start_matches(['+', '-']).to_ascii_lowercase();
+        if !stored.is_finite() {
+            return !matches!(spelled.as_str(), "inf" | "infinity" | "nan");
+        }
+        let mantissa = spelled.split('e').next().unwrap_or_default();
+        if stored == 0.0 && mantissa.bytes().any(|b| (b'1'..=b'9').contains(&b)) {
+            return true;
+        }
+        match output.data_type() {
+            DataType::Float32 => written.parse::<f64>().is_ok_and(|meant| !float32_reads_as(stored as f32, meant)),
+            _ => false,
+        }
+    })
+}
+
+/// Which types of values a column of Arrow type `to` accepts from SQL values and text
+/// (each value then checked).
+fn assignable(from: &DataType, to: &DataType) -> bool {
+    let text = is_text(from);
     let number = from.is_numeric();
-    let temporal = matches!(from, DataType::Date32 | DataType::Date64 | DataType::Timestamp(..));
     match from {
         DataType::Null => true,
         DataType::Dictionary(_, values) => assignable(values, to),
         _ => match to {
-            Boolean => text || matches!(from, DataType::Boolean),
-            Int | Bigint | Float | Double => text || number,
-            Varchar => {
-                text || number
-                    || temporal
-                    || matches!(from, DataType::Boolean | DataType::Binary | DataType::LargeBinary | DataType::BinaryView)
-            }
-            Binary => text || matches!(from, DataType::Binary | DataType::LargeBinary | DataType::BinaryView),
-            Date | Timestamp => text || temporal,
+            DataType::Boolean => text || matches!(from, DataType::Boolean),
+            DataType::Utf8 => text || number || is_temporal(from) || matches!(from, DataType::Boolean) || is_binary(from),
+            DataType::Binary => text || is_binary(from),
+            DataType::Date32 | DataType::Timestamp(..) => text || is_temporal(from),
+            to if to.is_numeric() => text || number,
+            _ => false,
+        },
+    }
+}
+
+/// Which typed input (Parquet, Arrow) a column of Arrow type `to` accepts: values of
+/// its kind (each value then checked).
+fn same_kind(from: &DataType, to: &DataType) -> bool {
+    match from {
+        DataType::Null => true,
+        DataType::Dictionary(_, values) => same_kind(values, to),
+        _ => match to {
+            DataType::Boolean => matches!(from, DataType::Boolean),
+            DataType::Utf8 => is_text(from),
+            DataType::Binary => is_binary(from),
+            DataType::Date32 | DataType::Timestamp(..) => is_temporal(from),
+            to if to.is_numeric() => from.is_numeric(),
+            _ => false,
         },
     }
 }
@@ -113,7 +302,8 @@ pub(crate) fn display_value(array: &dyn Array, row: usize) -> String {
     ArrayFormatter::try_new(array, &FormatOptions::default()).map(|f| f.value(row).to_string()).unwrap_or_default()
 }
 
-/// An Arrow type by the SQL name users see in schemas (`varchar`, `bigint`, ...).
+/// An Arrow type by the SQL name users see in schemas (`varchar`, `bigint`, ...); types
+/// a table does not store are named as Arrow names them.
 pub fn sql_type_name(t: &DataType) -> String {
     let name = match t {
         DataType::Null => "null",
@@ -122,17 +312,26 @@ pub fn sql_type_name(t: &DataType) -> String {
         DataType::Int16 => "smallint",
         DataType::Int32 => "int",
         DataType::Int64 => "bigint",
-        DataType::UInt8 => "unsigned tinyint",
-        DataType::UInt16 => "unsigned smallint",
-        DataType::UInt32 => "unsigned int",
-        DataType::UInt64 => "unsigned bigint",
+        DataType::UInt8 => "utinyint",
+        DataType::UInt16 => "usmallint",
+        DataType::UInt32 => "uint",
+        DataType::UInt64 => "ubigint",
         DataType::Float16 => "half float",
         DataType::Float32 => "float",
         DataType::Float64 => "double",
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "varchar",
-        DataType::Binary | DataType::LargeBinary | DataType::BinaryView | DataType::FixedSizeBinary(_) => "binary",
-        DataType::Date32 | DataType::Date64 => "date",
-        DataType::Timestamp(..) => "timestamp",
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView => "binary",
+        DataType::FixedSizeBinary(n) => return format!("fixed({n})"),
+        DataType::Date32 => "date",
+        DataType::Date64 => "date64 (milliseconds)",
+        DataType::Timestamp(TimeUnit::Microsecond, Some(_)) => "timestamp",
+        DataType::Timestamp(TimeUnit::Microsecond, None) => "timestamp_ntz",
+        DataType::Timestamp(TimeUnit::Nanosecond, Some(_)) => "timestamp_ns",
+        DataType::Timestamp(TimeUnit::Nanosecond, None) => "timestamp_ntz_ns",
+        DataType::Timestamp(unit, zone) => {
+            let unit = if *unit == TimeUnit::Second { "seconds" } else { "milliseconds" };
+            return format!("timestamp ({unit}{})", if zone.is_some() { "" } else { ", no zone" });
+        }
         DataType::Time32(_) | DataType::Time64(_) => "time",
         DataType::Interval(_) => "interval",
         DataType::Duration(_) => "duration",
@@ -140,9 +339,10 @@ pub fn sql_type_name(t: &DataType) -> String {
             return format!("decimal({p}, {s})")
         }
         DataType::Dictionary(_, values) => return sql_type_name(values),
-        DataType::List(f) | DataType::LargeList(f) | DataType::ListView(f) | DataType::LargeListView(f) | DataType::FixedSizeList(f, _) => {
-            return format!("list of {}", sql_type_name(f.data_type()))
+        DataType::List(f) | DataType::LargeList(f) | DataType::ListView(f) | DataType::LargeListView(f) => {
+            return format!("list<{}>", sql_type_name(f.data_type()))
         }
+        DataType::FixedSizeList(f, n) => return format!("{}[{n}]", sql_type_name(f.data_type())),
         DataType::Struct(_) => "struct",
         DataType::Map(..) => "map",
         DataType::Union(..) => "union",
@@ -154,18 +354,26 @@ pub fn sql_type_name(t: &DataType) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow::array::{BooleanArray, Float64Array, Int64Array, StringArray, TimestampMicrosecondArray};
+    use arrow::array::{
+        BooleanArray, Float32Array, Float64Array, Int64Array, StringArray, TimestampMicrosecondArray, TimestampNanosecondArray,
+    };
 
     fn value(input: ArrayRef, to: ColumnType) -> Result<String, CastFailure> {
-        to_column(&input, to).map(|a| display_value(a.as_ref(), 0))
+        to_column(&input, to, Source::Any).map(|a| display_value(a.as_ref(), 0))
+    }
+
+    fn text(s: &str) -> ArrayRef {
+        Arc::new(StringArray::from(vec![s]))
+    }
+
+    fn bad(row: usize, v: &str) -> Result<String, CastFailure> {
+        Err(CastFailure::Value { row, value: v.to_string() })
     }
 
     #[test]
     fn exact_values_convert_and_the_rest_are_refused() {
-        let text = |s: &str| Arc::new(StringArray::from(vec![s])) as ArrayRef;
         let float = |f: f64| Arc::new(Float64Array::from(vec![f])) as ArrayRef;
         let int = |i: i64| Arc::new(Int64Array::from(vec![i])) as ArrayRef;
-        let bad = |row, v: &str| Err(CastFailure::Value { row, value: v.to_string() });
         assert_eq!(value(text("4.25"), ColumnType::Double), Ok("4.25".into()));
         assert_eq!(value(text("abc"), ColumnType::Double), bad(0, "abc"));
         assert_eq!(value(text("maybe"), ColumnType::Boolean), bad(0, "maybe"));
@@ -184,7 +392,50 @@ mod tests {
         assert_eq!(value(truth.clone(), ColumnType::Int), Err(CastFailure::Type { found: "boolean".into() }));
         assert_eq!(value(int(1), ColumnType::Date), Err(CastFailure::Type { found: "bigint".into() }));
         let nulls = Arc::new(StringArray::from(vec![None, Some("5")])) as ArrayRef;
-        let out = to_column(&nulls, ColumnType::Int).unwrap();
+        let out = to_column(&nulls, ColumnType::Int, Source::Any).unwrap();
         assert_eq!((out.is_null(0), display_value(out.as_ref(), 1)), (true, "5".into()));
+    }
+
+    #[test]
+    fn precision_is_never_dropped() {
+        // Nanoseconds into microseconds: only when they are zero.
+        let nanos = Arc::new(TimestampNanosecondArray::from(vec![1_700_000_000_123_456_000, 1_700_000_000_123_456_789])) as ArrayRef;
+        assert_eq!(
+            to_column(&nanos, ColumnType::Timestamp, Source::Typed),
+            Err(CastFailure::Value { row: 1, value: "2023-11-14T22:13:20.123456789".into() })
+        );
+        assert_eq!(value(text("2024-01-01T00:00:00.123456789Z"), ColumnType::Timestamp), bad(0, "2024-01-01T00:00:00.123456789Z"));
+        assert_eq!(value(text("2024-01-01T00:00:00.123456000Z"), ColumnType::Timestamp), Ok("2024-01-01T00:00:00.123456Z".into()));
+        // A date is a day: a time of day other than midnight (UTC) does not fit.
+        assert_eq!(value(text("2024-03-03T10:00:00"), ColumnType::Date), bad(0, "2024-03-03T10:00:00"));
+        assert_eq!(value(text("2024-03-03T00:00:00+02:00"), ColumnType::Date), bad(0, "2024-03-03T00:00:00+02:00"));
+        assert_eq!(value(text("2024-03-03T00:00:00Z"), ColumnType::Date), Ok("2024-03-03".into()));
+        // Floats: out of range, underflow, and integers a float cannot hold.
+        assert_eq!(value(text("1e400"), ColumnType::Double), bad(0, "1e400"));
+        assert_eq!(value(text("1e-400"), ColumnType::Double), bad(0, "1e-400"));
+        assert_eq!(value(text("-inf"), ColumnType::Double), Ok("-inf".into()));
+        assert_eq!(value(text("NaN"), ColumnType::Float), Ok("NaN".into()));
+        assert_eq!(value(text("16777217"), ColumnType::Float), bad(0, "16777217"));
+        assert_eq!(value(text("16777216"), ColumnType::Float), Ok("16777216.0".into()));
+        assert_eq!(value(text("0.1"), ColumnType::Float), Ok("0.1".into()));
+        assert_eq!(value(text("1e39"), ColumnType::Float), bad(0, "1e39"));
+        let big = Arc::new(Int64Array::from(vec![16_777_217])) as ArrayRef;
+        assert_eq!(value(big, ColumnType::Float), bad(0, "16777217"));
+        let huge = Arc::new(Int64Array::from(vec![i64::MAX])) as ArrayRef;
+        assert_eq!(value(huge, ColumnType::Double), bad(0, "9223372036854775807"));
+        let tenth = Arc::new(Float64Array::from(vec![0.1, 0.123456789])) as ArrayRef;
+        assert_eq!(to_column(&tenth, ColumnType::Float, Source::Typed), Err(CastFailure::Value { row: 1, value: "0.123456789".into() }));
+        let narrow = Arc::new(Float32Array::from(vec![0.1f32])) as ArrayRef;
+        assert!(to_column(&narrow, ColumnType::Double, Source::Typed).is_ok());
+    }
+
+    #[test]
+    fn typed_input_is_checked_by_value_within_its_kind() {
+        let small = Arc::new(Int64Array::from(vec![1, 2, 3])) as ArrayRef;
+        assert!(to_column(&small, ColumnType::Int, Source::Typed).is_ok());
+        let large = Arc::new(Int64Array::from(vec![1, 3_000_000_000])) as ArrayRef;
+        assert_eq!(to_column(&large, ColumnType::Int, Source::Typed), Err(CastFailure::Value { row: 1, value: "3000000000".into() }));
+        assert_eq!(to_column(&text("1.5"), ColumnType::Double, Source::Typed), Err(CastFailure::Type { found: "varchar".into() }));
+        assert_eq!(to_column(&small, ColumnType::Varchar, Source::Typed), Err(CastFailure::Type { found: "bigint".into() }));
     }
 }

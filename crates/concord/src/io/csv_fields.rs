@@ -147,6 +147,36 @@ pub fn quote_field(text: &str, out: &mut String) {
     }
 }
 
+/// Binary values from their hex text (as scans print them; case-insensitive, two
+/// digits a byte). `Err(row)`: the first value that is not hex.
+pub(crate) fn unhex(text: &arrow::array::StringArray) -> Result<arrow::array::BinaryArray, usize> {
+    use arrow::array::Array;
+    fn digit(b: u8) -> Option<u8> {
+        (b as char).to_digit(16).map(|d| d as u8)
+    }
+    let mut out = arrow::array::BinaryBuilder::with_capacity(text.len(), text.value_data().len() / 2);
+    let mut bytes = Vec::new();
+    for (row, value) in text.iter().enumerate() {
+        let Some(value) = value else {
+            out.append_null();
+            continue;
+        };
+        let hex = value.as_bytes();
+        if hex.len() % 2 != 0 {
+            return Err(row);
+        }
+        bytes.clear();
+        for pair in hex.chunks(2) {
+            match (digit(pair[0]), digit(pair[1])) {
+                (Some(high), Some(low)) => bytes.push(high << 4 | low),
+                _ => return Err(row),
+            }
+        }
+        out.append_value(&bytes);
+    }
+    Ok(out.finish())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,13 +12,13 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, RecordBatch, RecordBatchOptions, StringArray};
+use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, RecordBatchOptions, StringArray};
 use arrow::datatypes::{DataType, Schema as ArrowSchema, SchemaRef};
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
 use parquet::file::metadata::ParquetMetaDataReader;
 
-use super::cast::{self, sql_type_name, CastFailure};
-use super::csv_fields::{CsvField, CsvRecords};
+use super::cast::{self, sql_type_name, CastFailure, Source};
+use super::csv_fields::{self, CsvField, CsvRecords};
 use super::guard;
 use crate::error::InputError;
 use crate::format::schema::{ColumnNameError, ColumnType, Field, Schema};
@@ -73,7 +73,8 @@ pub(crate) type Emit<'e> = dyn FnMut(RecordBatch, &[u32]) -> Result<(), InputErr
 /// Returns the field ids of the table columns the file has.
 pub(crate) fn read_file_each(path: &Path, schema: &Schema, required: Required, emit: &mut Emit<'_>) -> Result<Vec<u32>, InputError> {
     let file = path.display().to_string();
-    let mut ctx = Ctx::new(&file, schema, required);
+    let source = if detect_format(path)? == InputFormat::Parquet { Source::Typed } else { Source::Any };
+    let mut ctx = Ctx::new(&file, schema, required, source);
     let mut emit_rows = |batch: RecordBatch, ctx: &Ctx<'_>| if batch.num_rows() > 0 { emit(batch, &ctx.present()) } else { Ok(()) };
     match detect_format(path)? {
         InputFormat::Csv => read_csv(path, &mut ctx, &mut emit_rows)?,
@@ -100,8 +101,8 @@ type Sink<'s> = dyn FnMut(RecordBatch, &Ctx<'_>) -> Result<(), InputError> + 's;
 /// Applies the Parquet rules (names, lossless widenings, nullability) to a caller's batch.
 /// Strings are not parsed into other types here. `source` names the batch in errors.
 pub(crate) fn conform_batch(batch: &RecordBatch, schema: &Schema, source: &str, required: Required) -> Result<Input, InputError> {
-    let mut ctx = Ctx::new(source, schema, required);
-    ctx.check_widenings(&batch.schema())?;
+    let mut ctx = Ctx::new(source, schema, required, Source::Typed);
+    ctx.check_types(&batch.schema())?;
     let batch = ctx.conform(batch, 0, &|row| row as u64 + 1)?;
     Ok(Input { batches: vec![batch], present: ctx.present() })
 }
@@ -114,10 +115,13 @@ struct Ctx<'a> {
     required: Required,
     /// Input column `i` holds table column `names[i]` (set by `map_names`).
     names: Vec<String>,
+    /// What the input's values are: text to parse (CSV, NDJSON: binary columns take
+    /// hex text, as scans print them) or typed (Parquet, caller batches).
+    source: Source,
 }
 
 impl<'a> Ctx<'a> {
-    fn new(file: &'a str, schema: &'a Schema, required: Required) -> Self {
+    fn new(file: &'a str, schema: &'a Schema, required: Required, source: Source) -> Self {
         let target = match required {
             Required::Always => schema.arrow_schema(),
             // Absent required columns are NULL until the rows needing them are known.
@@ -125,7 +129,7 @@ impl<'a> Ctx<'a> {
                 schema.arrow_schema().fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>(),
             )),
         };
-        Ctx { file, schema, target, required, names: Vec::new() }
+        Ctx { file, schema, target, required, names: Vec::new(), source }
     }
 
     fn unparsable(&self, reason: impl std::fmt::Display) -> InputError {
@@ -178,12 +182,13 @@ impl<'a> Ctx<'a> {
         self.schema.fields.iter().filter(|f| self.names.contains(&f.name)).map(|f| f.id).collect()
     }
 
-    /// Names plus the lossless-widening type rules (Parquet and caller batches).
-    fn check_widenings(&mut self, input: &ArrowSchema) -> Result<(), InputError> {
+    /// Names, and the types of typed input (Parquet and caller batches): each column
+    /// of its table column's kind (its values are then checked one by one).
+    fn check_types(&mut self, input: &ArrowSchema) -> Result<(), InputError> {
         self.map_names(input.fields().iter().map(|f| f.name().as_str()))?;
         for (f, name) in input.fields().iter().zip(&self.names) {
             let ty = self.column(name).column_type;
-            if !widens_to(f.data_type(), ty) {
+            if !cast::accepts(f.data_type(), ty, Source::Typed) {
                 return Err(self.mismatch(name, ty, sql_type_name(f.data_type())));
             }
         }
@@ -233,7 +238,21 @@ impl<'a> Ctx<'a> {
         first_row: usize,
         line_of: &dyn Fn(usize) -> u64,
     ) -> Result<ArrayRef, InputError> {
-        cast::to_column(input, field.column_type).map_err(|e| match e {
+        let hex: ArrayRef;
+        let input = match (self.source, field.column_type) {
+            (Source::Any, ColumnType::Binary) if input.data_type() == &DataType::Utf8 => {
+                hex = Arc::new(csv_fields::unhex(input.as_string::<i32>()).map_err(|row| InputError::InvalidValue {
+                    file: self.file.to_string(),
+                    line: line_of(first_row + row),
+                    column: field.name.clone(),
+                    value: input.as_string::<i32>().value(row).to_string(),
+                    expected: "binary value in hex (two hex digits a byte, e.g. 616263 for 'abc')".into(),
+                })?);
+                &hex
+            }
+            _ => input,
+        };
+        cast::to_column(input, field.column_type, self.source).map_err(|e| match e {
             CastFailure::Type { found } => self.mismatch(&field.name, field.column_type, found),
             CastFailure::Value { row, value } => InputError::InvalidValue {
                 file: self.file.to_string(),
@@ -243,29 +262,6 @@ impl<'a> Ctx<'a> {
                 expected: field.column_type.sql_name().to_string(),
             },
         })
-    }
-}
-
-/// Lossless conversions accepted from typed inputs (Parquet, caller batches).
-fn widens_to(from: &DataType, to: ColumnType) -> bool {
-    use DataType::*;
-    match from {
-        // An all-null column fits any type (not-null columns are then rejected by row).
-        Null => true,
-        // Dictionary-encoded values are judged by their value type.
-        Dictionary(_, values) => widens_to(values, to),
-        _ => match to {
-            ColumnType::Boolean => matches!(from, Boolean),
-            ColumnType::Int => matches!(from, Int8 | Int16 | Int32 | UInt8 | UInt16),
-            ColumnType::Bigint => matches!(from, Int8 | Int16 | Int32 | Int64 | UInt8 | UInt16 | UInt32),
-            ColumnType::Float => matches!(from, Float32),
-            ColumnType::Double => matches!(from, Float32 | Float64 | Int8 | Int16 | Int32 | UInt8 | UInt16 | UInt32),
-            ColumnType::Varchar => matches!(from, Utf8 | LargeUtf8 | Utf8View),
-            ColumnType::Binary => matches!(from, Binary | LargeBinary | BinaryView),
-            ColumnType::Date => matches!(from, Date32),
-            // Any unit; no timezone means UTC; the instant is kept.
-            ColumnType::Timestamp => matches!(from, Timestamp(_, _)),
-        },
     }
 }
 
@@ -312,121 +308,131 @@ fn read_csv(path: &Path, ctx: &mut Ctx<'_>, sink: &mut Sink<'_>) -> Result<(), I
     }
 }
 
-/// Newline-delimited JSON objects. Column types are inferred over the whole file and checked
-/// against the table; values are decoded in their JSON type, then cast to the table type.
+/// Newline-delimited JSON: one object per non-blank line. A first pass checks every
+/// line's syntax (an error names its line) and collects the keys (the columns the file
+/// has); the second reads each value in its JSON kind: a number for a numeric column
+/// (or, for a float column, one of the strings "NaN", "Infinity", "-Infinity"), a string
+/// for text, dates, timestamps and binary (hex), a boolean for a boolean column. Each
+/// value is then converted by the one rule (`super::cast`), as CSV text is; errors name
+/// the line.
 fn read_json(path: &Path, ctx: &mut Ctx<'_>, sink: &mut Sink<'_>) -> Result<(), InputError> {
-    let mut reader = BufReader::new(ctx.open(path)?);
-    let (inferred, records) = arrow::json::reader::infer_json_schema_from_seekable(&mut reader, None).map_err(|e| ctx.unparsable(e))?;
-    let mut fields: Vec<_> = inferred.fields().iter().cloned().collect();
-    fields.sort_by(|a, b| a.name().cmp(b.name()));
-    ctx.map_names(fields.iter().map(|f| f.name().as_str()))?;
-    for (f, name) in fields.iter().zip(&ctx.names) {
-        let ty = ctx.column(name).column_type;
-        if !json_fits(f.data_type(), ty) {
-            return Err(ctx.mismatch(name, ty, json_type_name(f.data_type())));
+    let lines = |ctx: &Ctx<'_>| -> Result<_, InputError> {
+        Ok(BufReader::new(ctx.open(path)?).lines().enumerate().map(|(i, l)| (i as u64 + 1, l)))
+    };
+    let mut keys = std::collections::BTreeSet::new();
+    for (line, text) in lines(ctx)? {
+        let text = text.map_err(|source| InputError::Io { file: ctx.file.to_string(), source })?;
+        if text.trim().is_empty() {
+            continue;
         }
+        let record: std::collections::BTreeMap<String, serde::de::IgnoredAny> =
+            serde_json::from_str(&text).map_err(|e| ctx.unparsable(format!("line {line}: {}", json_error(&e))))?;
+        keys.extend(record.into_keys());
     }
-    let line_of = |row: usize| json_record_line(path, row);
-    if fields.is_empty() {
-        // Only empty objects (or no records): every present row is all nulls.
-        let batch = RecordBatch::try_new_with_options(
-            Arc::new(ArrowSchema::empty()),
-            vec![],
-            &RecordBatchOptions::new().with_row_count(Some(records)),
-        )
-        .map_err(|e| ctx.unparsable(e))?;
-        return sink(ctx.conform(&batch, 0, &line_of)?, ctx);
-    }
-    let decode_schema = Arc::new(ArrowSchema::new(fields));
-    let decoder =
-        arrow::json::ReaderBuilder::new(decode_schema.clone()).with_batch_size(BATCH_SIZE).build(reader).map_err(|e| ctx.unparsable(e))?;
-    let mut first_row = 0;
-    for batch in decoder {
-        let batch = batch.map_err(|e| json_decode_error(path, ctx, &decode_schema, e))?;
-        sink(ctx.conform(&batch, first_row, &line_of)?, ctx)?;
-        first_row += batch.num_rows();
+    ctx.map_names(keys.iter().map(String::as_str))?;
+    let keys: Vec<String> = keys.into_iter().collect();
+    let text_schema =
+        Arc::new(ArrowSchema::new(keys.iter().map(|k| arrow::datatypes::Field::new(k, DataType::Utf8, true)).collect::<Vec<_>>()));
+    let kinds: Vec<JsonKind> = ctx.names.iter().map(|name| JsonKind::of(ctx.column(name).column_type)).collect();
+    let mut columns: Vec<Vec<Option<String>>> = vec![Vec::with_capacity(BATCH_SIZE); keys.len()];
+    let mut batch_lines: Vec<u64> = Vec::with_capacity(BATCH_SIZE);
+    let mut first_row = 0usize;
+    let mut records = lines(ctx)?.filter(|(_, t)| t.as_ref().map_or(true, |t| !t.trim().is_empty())).peekable();
+    while let Some((line, text)) = records.next() {
+        let text = text.map_err(|source| InputError::Io { file: ctx.file.to_string(), source })?;
+        let record: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(&text).map_err(|e| ctx.unparsable(format!("line {line}: {}", json_error(&e))))?;
+        for (k, key) in keys.iter().enumerate() {
+            let cell = match record.get(key) {
+                None | Some(serde_json::Value::Null) => None,
+                Some(value) => Some(kinds[k].text(value).ok_or_else(|| InputError::InvalidValue {
+                    file: ctx.file.to_string(),
+                    line,
+                    column: ctx.names[k].clone(),
+                    value: value.to_string(),
+                    expected: kinds[k].expected(ctx.column(&ctx.names[k]).column_type, value),
+                })?),
+            };
+            columns[k].push(cell);
+        }
+        batch_lines.push(line);
+        if batch_lines.len() == BATCH_SIZE || records.peek().is_none() {
+            let rows = batch_lines.len();
+            let arrays: Vec<ArrayRef> = columns.iter_mut().map(|c| Arc::new(StringArray::from(std::mem::take(c))) as ArrayRef).collect();
+            let batch =
+                RecordBatch::try_new_with_options(text_schema.clone(), arrays, &RecordBatchOptions::new().with_row_count(Some(rows)))
+                    .map_err(|e| ctx.unparsable(e))?;
+            let at = std::mem::take(&mut batch_lines);
+            sink(ctx.conform(&batch, first_row, &|row| at[row - first_row])?, ctx)?;
+            first_row += rows;
+        }
     }
     Ok(())
 }
 
-/// Which inferred JSON types a table type accepts.
-fn json_fits(inferred: &DataType, to: ColumnType) -> bool {
-    use ColumnType::*;
-    match inferred {
-        DataType::Null => true,
-        DataType::Int64 => matches!(to, Int | Bigint | Float | Double),
-        DataType::Float64 => matches!(to, Float | Double),
-        DataType::Utf8 => matches!(to, Varchar | Date | Timestamp | Binary),
-        DataType::Boolean => to == Boolean,
-        _ => false,
+/// serde_json's message without its own position (the line is named by the caller;
+/// the column is kept).
+fn json_error(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" at line ") {
+        Some(at) => format!("{} (column {})", &text[..at], e.column()),
+        None => text,
     }
 }
 
-/// A readable name for an inferred JSON type.
-fn json_type_name(inferred: &DataType) -> String {
-    match inferred {
-        DataType::Null => "null".into(),
-        DataType::Int64 => "number".into(),
-        DataType::Float64 => "double".into(),
-        DataType::Utf8 => "string".into(),
-        DataType::Boolean => "boolean".into(),
-        DataType::Struct(_) => "object".into(),
-        DataType::List(_) | DataType::LargeList(_) => "array".into(),
-        other => other.to_string(),
-    }
+/// The JSON kind of value a column takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum JsonKind {
+    Number { float: bool },
+    Text,
+    Boolean,
 }
 
-/// The 1-based line of the `record`-th (0-based) record: NDJSON has one record per non-blank line.
-fn json_record_line(path: &Path, record: usize) -> u64 {
-    let line = File::open(path).ok().and_then(|f| {
-        BufReader::new(f)
-            .lines()
-            .map_while(Result::ok)
-            .enumerate()
-            .filter(|(_, l)| !l.trim().is_empty())
-            .nth(record)
-            .map(|(i, _)| i as u64 + 1)
-    });
-    line.unwrap_or(record as u64 + 1)
-}
-
-/// Turns an arrow-json decode error into `InvalidValue` by finding the first value whose JSON
-/// kind does not match its column's decode type (e.g. a number among strings); else `Unparsable`.
-fn json_decode_error(path: &Path, ctx: &Ctx<'_>, decode_schema: &ArrowSchema, error: arrow::error::ArrowError) -> InputError {
-    let fits = |v: &serde_json::Value, t: &DataType| match t {
-        _ if v.is_null() => true,
-        DataType::Utf8 => v.is_string(),
-        DataType::Int64 => v.as_i64().is_some(),
-        DataType::Float64 => v.is_number(),
-        DataType::Boolean => v.is_boolean(),
-        _ => false,
-    };
-    if let Ok(file) = File::open(path) {
-        for (i, line) in BufReader::new(file).lines().map_while(Result::ok).enumerate() {
-            if line.trim().is_empty() {
-                continue;
-            }
-            let Ok(serde_json::Value::Object(record)) = serde_json::from_str::<serde_json::Value>(&line) else { break };
-            for (f, name) in decode_schema.fields().iter().zip(&ctx.names) {
-                match record.get(f.name()) {
-                    Some(v) if !fits(v, f.data_type()) => {
-                        return InputError::InvalidValue {
-                            file: ctx.file.to_string(),
-                            line: i as u64 + 1,
-                            column: name.clone(),
-                            value: v.to_string(),
-                            expected: ctx.column(name).column_type.sql_name().to_string(),
-                        };
-                    }
-                    _ => {}
-                }
-            }
+impl JsonKind {
+    fn of(column: ColumnType) -> Self {
+        match column {
+            ColumnType::Int | ColumnType::Bigint => JsonKind::Number { float: false },
+            ColumnType::Float | ColumnType::Double => JsonKind::Number { float: true },
+            ColumnType::Boolean => JsonKind::Boolean,
+            _ => JsonKind::Text,
         }
     }
-    ctx.unparsable(error)
+
+    /// A value of this kind as the text the one rule converts (numbers as written).
+    fn text(self, value: &serde_json::Value) -> Option<String> {
+        match (self, value) {
+            (JsonKind::Number { .. }, serde_json::Value::Number(n)) => Some(n.to_string()),
+            (JsonKind::Number { float: true }, serde_json::Value::String(s)) if ["NaN", "Infinity", "-Infinity"].contains(&s.as_str()) => {
+                Some(s.clone())
+            }
+            (JsonKind::Text, serde_json::Value::String(s)) => Some(s.clone()),
+            (JsonKind::Boolean, serde_json::Value::Bool(b)) => Some(b.to_string()),
+            _ => None,
+        }
+    }
+
+    /// What a value of a column of this kind must be, and what `found` is, for messages.
+    fn expected(self, column: ColumnType, found: &serde_json::Value) -> String {
+        let must = match self {
+            JsonKind::Number { float: true } => "a JSON number, or \"NaN\", \"Infinity\", \"-Infinity\"",
+            JsonKind::Number { float: false } => "a JSON number",
+            JsonKind::Boolean => "true or false",
+            JsonKind::Text if column == ColumnType::Binary => "a JSON string of hex digits",
+            JsonKind::Text => "a JSON string",
+        };
+        let found = match found {
+            serde_json::Value::Null => "null",
+            serde_json::Value::Bool(_) => "a boolean",
+            serde_json::Value::Number(_) => "a number",
+            serde_json::Value::String(_) => "a string",
+            serde_json::Value::Array(_) => "an array",
+            serde_json::Value::Object(_) => "an object",
+        };
+        format!("{column} ({must}; found {found})")
+    }
 }
 
-/// Parquet: typed columns, accepted when they widen losslessly to the table type.
+/// Parquet: typed columns of their table column's kind, each value checked.
 fn read_parquet(path: &Path, ctx: &mut Ctx<'_>, sink: &mut Sink<'_>) -> Result<(), InputError> {
     let file = ctx.open(path)?;
     let size = file.metadata().map_err(|e| ctx.unparsable(e))?.len();
@@ -442,7 +448,7 @@ fn read_parquet(path: &Path, ctx: &mut Ctx<'_>, sink: &mut Sink<'_>) -> Result<(
         .map_err(|e| ctx.unparsable(e))?
         .map_err(|e| ctx.unparsable(e))?;
     let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata);
-    ctx.check_widenings(builder.schema())?;
+    ctx.check_types(builder.schema())?;
     let mut reader = builder.with_batch_size(BATCH_SIZE).build().map_err(|e| ctx.unparsable(e))?;
     let mut first_row = 0;
     while let Some(batch) = guard::catch_panic(|| reader.next()).map_err(|e| ctx.unparsable(e))? {
@@ -560,7 +566,7 @@ mod tests {
     fn csv_timestamps_dates_booleans_binary() {
         let dir = tempfile::tempdir().unwrap();
         let schema = Schema::parse("at timestamp, day date, ok boolean, raw binary").unwrap();
-        let csv = "at,day,ok,raw\n2024-01-02T03:04:05Z,2024-01-02,true,ab\n2024-01-02 03:04:05,,false,\n";
+        let csv = "at,day,ok,raw\n2024-01-02T03:04:05Z,2024-01-02,true,6162\n2024-01-02 03:04:05,,false,\n";
         let path = write(&dir, "t.csv", csv);
         let b = &read(&path, &schema).unwrap()[0];
         assert_eq!(b.schema(), schema.arrow_schema());
@@ -571,6 +577,8 @@ mod tests {
         assert_eq!(b.column(3).as_binary::<i32>().value(0), b"ab");
         let bad = write(&dir, "bad.csv", "at\nyesterday\n");
         assert!(matches!(read(&bad, &schema), Err(InputError::InvalidValue { line: 2, .. })));
+        let not_hex = write(&dir, "hex.csv", "raw\n00\nabc\n");
+        assert!(matches!(read(&not_hex, &schema), Err(InputError::InvalidValue { line: 3, column, .. }) if column == "raw"));
     }
 
     #[test]
@@ -593,26 +601,37 @@ mod tests {
     #[test]
     fn ndjson_type_mismatch_and_bad_values() {
         let dir = tempfile::tempdir().unwrap();
-        let schema = Schema::parse("id bigint, n int, name varchar").unwrap();
-        let path = write(&dir, "s.json", "{\"id\": \"1\"}\n");
+        let schema = Schema::parse("id bigint, n int, name varchar, x double").unwrap();
+        let path = write(&dir, "s.json", "{\"id\": 2}\n{\"id\": \"1\"}\n");
         match read(&path, &schema) {
-            Err(InputError::TypeMismatch { column, expected, found, .. }) => {
-                assert_eq!((column.as_str(), expected.as_str(), found.as_str()), ("id", "bigint", "string"))
+            Err(InputError::InvalidValue { line, column, value, expected, .. }) => {
+                assert_eq!((line, column.as_str(), value.as_str()), (2, "id", "\"1\""));
+                assert!(expected.starts_with("bigint"), "{expected}");
             }
             other => panic!("unexpected {other:?}"),
         }
         let float = write(&dir, "f.json", "{\"id\": 1.5}\n");
-        assert!(matches!(read(&float, &schema), Err(InputError::TypeMismatch { found, .. }) if found == "double"));
+        assert!(matches!(read(&float, &schema), Err(InputError::InvalidValue { line: 1, value, .. }) if value == "1.5"));
         let overflow = write(&dir, "o.json", "{\"n\": 1}\n\n{\"n\": 3000000000}\n");
         assert!(matches!(read(&overflow, &schema), Err(InputError::InvalidValue { line: 3, column, .. }) if column == "n"));
         let mixed = write(&dir, "x.json", "{\"name\": \"a\"}\n{\"name\": 5}\n");
         assert!(matches!(read(&mixed, &schema), Err(InputError::InvalidValue { line: 2, value, .. }) if value == "5"));
         let unknown = write(&dir, "u.json", "{\"zzz\": 1}\n");
         assert!(matches!(read(&unknown, &schema), Err(InputError::UnknownColumn { .. })));
+        // A syntax error names its own line, not the first.
+        let syntax = write(&dir, "y.json", "{\"id\": 1}\n{\"id\": 2}\n{\"id\": 3,,}\n");
+        assert!(matches!(read(&syntax, &schema), Err(InputError::Unparsable { reason, .. }) if reason.starts_with("line 3:")));
+        // Infinities and NaN as strings, into float columns only.
+        let special = write(&dir, "i.json", "{\"x\": \"NaN\"}\n{\"x\": \"Infinity\"}\n{\"x\": \"-Infinity\"}\n");
+        let b = &read(&special, &schema).unwrap()[0];
+        let x = b.column(3).as_primitive::<arrow::datatypes::Float64Type>();
+        assert!(x.value(0).is_nan() && x.value(1) == f64::INFINITY && x.value(2) == f64::NEG_INFINITY);
+        let not_float = write(&dir, "j.json", "{\"id\": \"Infinity\"}\n");
+        assert!(matches!(read(&not_float, &schema), Err(InputError::InvalidValue { line: 1, .. })));
     }
 
     #[test]
-    fn parquet_int32_widens_to_bigint() {
+    fn parquet_integers_fit_by_value() {
         let dir = tempfile::tempdir().unwrap();
         let input = RecordBatch::try_from_iter([("id", Arc::new(Int32Array::from(vec![1, 2, 3])) as ArrayRef)]).unwrap();
         let path = write_parquet(&dir, "in.parquet", &input);
@@ -620,6 +639,24 @@ mod tests {
         assert_eq!(batches[0].schema(), schema().arrow_schema());
         assert_eq!(batches[0].column(0).as_primitive::<Int64Type>().values(), &[1, 2, 3]);
         assert_eq!(batches[0].column(1).null_count(), 3);
+        // pandas' int64 into an int column: each value checked, the first that does not fit named.
+        let narrow = Schema::parse("id bigint not null, n int").unwrap();
+        let input = RecordBatch::try_from_iter([
+            ("id", Arc::new(Int64Array::from(vec![1, 2, 3])) as ArrayRef),
+            ("n", Arc::new(Int64Array::from(vec![1, 2, 3])) as ArrayRef),
+        ])
+        .unwrap();
+        let path = write_parquet(&dir, "fits.parquet", &input);
+        assert_eq!(read(&path, &narrow).unwrap()[0].column(1).as_primitive::<arrow::datatypes::Int32Type>().values(), &[1, 2, 3]);
+        let input = RecordBatch::try_from_iter([
+            ("id", Arc::new(Int64Array::from(vec![1, 2])) as ArrayRef),
+            ("n", Arc::new(Int64Array::from(vec![1, 5_000_000_000])) as ArrayRef),
+        ])
+        .unwrap();
+        let path = write_parquet(&dir, "big.parquet", &input);
+        assert!(
+            matches!(read(&path, &narrow), Err(InputError::InvalidValue { line: 2, column, value, .. }) if column == "n" && value == "5000000000")
+        );
     }
 
     /// Other tools compress with zstd (Polars' default), gzip, lz4 or brotli: all are read.
@@ -666,9 +703,9 @@ mod tests {
     }
 
     #[test]
-    fn parquet_timestamps_of_any_unit_become_utc_micros() {
+    fn parquet_timestamps_of_any_unit_become_utc_micros_exactly() {
         let dir = tempfile::tempdir().unwrap();
-        let nanos = arrow::array::TimestampNanosecondArray::from(vec![1_704_164_645_000_000_123]);
+        let nanos = arrow::array::TimestampNanosecondArray::from(vec![1_704_164_645_000_000_000]);
         let secs = arrow::array::TimestampSecondArray::from(vec![1_704_164_645]).with_timezone("+01:00");
         let input = RecordBatch::try_from_iter([("a", Arc::new(nanos) as ArrayRef), ("b", Arc::new(secs) as ArrayRef)]).unwrap();
         let path = write_parquet(&dir, "ts.parquet", &input);
@@ -677,6 +714,11 @@ mod tests {
         assert_eq!(b.schema(), schema.arrow_schema());
         assert_eq!(b.column(0).as_primitive::<TimestampMicrosecondType>().value(0), 1_704_164_645_000_000);
         assert_eq!(b.column(1).as_primitive::<TimestampMicrosecondType>().value(0), 1_704_164_645_000_000);
+        // Nanoseconds a microsecond column cannot hold are refused, not cut off.
+        let nanos = arrow::array::TimestampNanosecondArray::from(vec![1_700_000_000_123_456_789]);
+        let input = RecordBatch::try_from_iter([("a", Arc::new(nanos) as ArrayRef)]).unwrap();
+        let path = write_parquet(&dir, "ns.parquet", &input);
+        assert!(matches!(read(&path, &schema), Err(InputError::InvalidValue { line: 1, column, .. }) if column == "a"));
     }
 
     #[test]

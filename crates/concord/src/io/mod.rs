@@ -2,6 +2,7 @@
 
 pub(crate) mod adapt;
 pub(crate) mod cast;
+mod checked;
 pub(crate) mod csv_fields;
 pub(crate) mod deletion;
 mod file_reader;

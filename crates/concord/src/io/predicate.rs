@@ -86,11 +86,16 @@ fn plan(sql: &str, table: &Schema, now: DateTime<Utc>, state: &SessionState) -> 
     let dialect = state.config().options().sql_parser.dialect;
     let mut ast = state.sql_to_expr_with_alias(sql, &dialect).map_err(|e| classify(sql, table, e))?;
     resolve_identifiers(sql, table, &mut ast.expr)?;
+    check_numbers(sql, &mut ast.expr)?;
     let expr = state.create_logical_expr_from_sql_expr(ast, &df_full).map_err(|e| classify(sql, table, e))?;
     check_comparisons(sql, &expr, &df_full)?;
+    // `now()` at the precision timestamp columns keep: storing it never loses digits.
+    let now = chrono::SubsecRound::trunc_subsecs(now, 6);
     let context = SimplifyContext::builder().with_schema(Arc::new(df_full.clone())).with_query_execution_start_time(Some(now)).build();
     let simplifier = ExprSimplifier::new(context);
     let expr = simplifier.coerce(expr, &df_full).map_err(|e| classify(sql, table, e))?;
+    // Before folding constants: the simplifier folds them through the checked operators.
+    let expr = super::checked::checked_arithmetic(expr, &df_full).map_err(|e| invalid(sql, e))?;
     let expr = simplifier.simplify(expr).map_err(|e| classify(sql, table, e))?;
     Ok((expr, df_full))
 }
@@ -114,6 +119,27 @@ fn resolve_identifiers(sql: &str, table: &Schema, expr: &mut SqlExpr) -> Result<
                         column: ident.value.clone(),
                         candidates,
                     })
+                }
+            }
+        }
+        ControlFlow::Continue(())
+    });
+    match outcome {
+        ControlFlow::Break(e) => Err(e),
+        ControlFlow::Continue(()) => Ok(()),
+    }
+}
+
+/// A number literal no double holds (`1e400` would be infinity, `1e-400` zero) is
+/// refused: values never change silently.
+fn check_numbers(sql: &str, expr: &mut SqlExpr) -> Result<(), PredicateError> {
+    use datafusion::sql::sqlparser::ast::Value;
+    let outcome = visit_expressions_mut(expr, |e| {
+        if let SqlExpr::Value(v) = e {
+            if let Value::Number(text, _) = &v.value {
+                let nonzero = text.split(['e', 'E']).next().is_some_and(|m| m.bytes().any(|b| (b'1'..=b'9').contains(&b)));
+                if text.parse::<f64>().is_ok_and(|f| f.is_infinite() || (f == 0.0 && nonzero)) {
+                    return ControlFlow::Break(PredicateError::NumberOutOfRange { sql: sql.to_string(), number: text.clone() });
                 }
             }
         }
@@ -203,9 +229,13 @@ fn check_pair(sql: &str, a: &Expr, b: &Expr, schema: &DFSchema) -> Result<(), Pr
             DataType::Dictionary(_, v) => v.as_ref().clone(),
             other => other.clone(),
         };
-        return match ScalarValue::Utf8(Some(text.clone())).cast_to(&target) {
-            Ok(v) if !v.is_null() => Ok(()),
-            _ => Err(PredicateError::BadLiteral {
+        // The one rule of values: a literal that does not convert exactly (more precise
+        // than the column, say) can equal no stored value, and comparing with it
+        // rounded would give wrong answers.
+        let literal: arrow::array::ArrayRef = Arc::new(arrow::array::StringArray::from(vec![text.as_str()]));
+        return match super::cast::to_type(&literal, &target, super::cast::Source::Any) {
+            Ok(_) => Ok(()),
+            Err(_) => Err(PredicateError::BadLiteral {
                 sql: sql.to_string(),
                 value: text.clone(),
                 column: describe(a),

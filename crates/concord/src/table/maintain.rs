@@ -183,7 +183,7 @@ fn evaluate_default(spec: &ColumnSpec, sql: &str, now: DateTime<Utc>) -> Result<
         return Ok(None);
     }
     let expected = spec.column_type;
-    let typed = cast::to_column(&value, expected).map_err(|e| match e {
+    let typed = cast::to_column(&value, expected, cast::Source::Any).map_err(|e| match e {
         CastFailure::Type { found } => bad(DefaultProblem::WrongType { found, expected }),
         CastFailure::Value { value, .. } => bad(DefaultProblem::DoesNotFit { value, expected }),
     })?;

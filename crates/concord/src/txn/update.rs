@@ -98,8 +98,8 @@ impl From<UpdatePlanError> for WriteError {
 pub(crate) struct CompiledUpdate {
     schema: Schema,
     predicate: Option<Predicate>,
-    /// Table column index -> its new value.
-    assignments: Vec<(usize, Arc<dyn PhysicalExpr>)>,
+    /// Table column index -> its new value, and the clause as written (for messages).
+    assignments: Vec<(usize, Arc<dyn PhysicalExpr>, String)>,
     /// Field ids read or set.
     pub columns: Vec<u32>,
 }
@@ -117,7 +117,7 @@ pub(crate) fn compile(
     for a in set {
         let field = schema.resolve(&a.column)?;
         let index = schema.fields.iter().position(|f| f.id == field.id).expect("resolved");
-        if assignments.iter().any(|(i, _)| *i == index) {
+        if assignments.iter().any(|(i, _, _)| *i == index) {
             return Err(PredicateError::Invalid {
                 sql: format!("{} = {}", a.column, a.expr),
                 reason: format!("column '{}' is set twice", field.name),
@@ -127,7 +127,7 @@ pub(crate) fn compile(
         let (expr, read) = predicate::compile_value(&a.expr, schema, now)?;
         columns.push(schema.fields[index].id);
         columns.extend(read);
-        assignments.push((index, expr));
+        assignments.push((index, expr, format!("{} = {}", a.column, a.expr)));
     }
     columns.sort_unstable();
     columns.dedup();
@@ -193,21 +193,21 @@ enum SetFailure {
 /// `io::cast`), never stored as NULL or rounded.
 fn apply_set(update: &CompiledUpdate, batch: &RecordBatch) -> Result<RecordBatch, SetFailure> {
     let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
-    for (index, expr) in &update.assignments {
+    for (index, expr, clause) in &update.assignments {
         let field = &update.schema.fields[*index];
-        let failed = |reason: String| PredicateError::Failed { sql: format!("{} = ...", field.name), reason };
+        let failed = |reason: String| PredicateError::Failed { sql: clause.clone(), reason: format!("column '{}': {reason}", field.name) };
         let value =
             expr.evaluate(batch).and_then(|v| v.into_array(batch.num_rows())).map_err(|e| SetFailure::Predicate(failed(e.to_string())))?;
-        let value = cast::to_column(&value, field.column_type).map_err(|e| {
+        let value = cast::to_column(&value, field.column_type, cast::Source::Any).map_err(|e| {
             SetFailure::Input(match e {
                 CastFailure::Type { found } => InputError::TypeMismatch {
-                    file: "the update".into(),
+                    file: format!("SET {clause}"),
                     column: field.name.clone(),
                     expected: field.column_type.sql_name().into(),
                     found,
                 },
                 CastFailure::Value { value, .. } => InputError::ValueDoesNotFit {
-                    source_name: "the update".into(),
+                    source_name: format!("SET {clause}"),
                     column: field.name.clone(),
                     value,
                     expected: field.column_type.sql_name().into(),
