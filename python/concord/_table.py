@@ -584,9 +584,12 @@ class Table:
         re-running as the concurrency contract says. Returns one ``CommitInfo`` each.
 
         With ``together=True`` (the default) they commit as one version, all or none
-        (a job commit): if one is incompatible with what landed meanwhile, nothing
-        commits and the error's ``staged_id`` names it. With ``together=False`` they
-        commit one after another, in the order given.
+        (a job commit), each member applied as if committed right after the ones
+        before it: if one is incompatible with what landed meanwhile, nothing commits
+        and the error's ``staged_id`` names it. An ``idempotency_key`` given here is
+        the whole job's: a retry of the job under it (same staged ids or others)
+        commits nothing and returns the job's outcomes (``idempotent_replay`` True).
+        With ``together=False`` they commit one after another, in the order given.
         """
         ids = [staged_ids] if isinstance(staged_ids, str) else [str(i) for i in staged_ids]
         infos = self._native.commit_staged(
@@ -735,12 +738,20 @@ def open(uri: str, version: Optional[int] = None, as_of: Optional[TimeLike] = No
     return Table(_concord.open(uri, pairs, coordinator, version, _time(as_of)), storage_options)
 
 
-def sql(query: str, tables: Optional[Mapping[str, Union[Table, str]]] = None, storage_options: StorageOptions = None) -> pa.Table:
+def sql(
+    query: str,
+    tables: Optional[Mapping[str, Union[Table, str]]] = None,
+    storage_options: StorageOptions = None,
+    as_of: Optional[TimeLike] = None,
+) -> pa.Table:
     """Runs a read-only DataFusion SQL query over Concord tables; returns a pyarrow Table.
 
     ``tables`` maps the names the query uses to tables: a ``Table`` (read at its
     handle's version) or a URI (opened at its latest version, with
-    ``storage_options``). Each table is read at exactly one version.
+    ``storage_options``). With ``as_of`` (a UTC datetime or RFC 3339 text), every
+    table is read as it was then (its newest version committed at or before it). Each
+    table is read at exactly one version. Column names resolve as everywhere else:
+    exactly, else the one column matching ignoring case.
     """
     handles = []
     for name, table in (tables or {}).items():
@@ -750,7 +761,7 @@ def sql(query: str, tables: Optional[Mapping[str, Union[Table, str]]] = None, st
             handles.append((str(name), open(table, storage_options=storage_options)._native))
         else:
             raise TypeError(f"tables[{name!r}] must be a concord.Table or a URI, not {type(table).__name__}")
-    return _read_all(_concord.sql(query, handles))
+    return _read_all(_concord.sql(query, handles, _time(as_of)))
 
 
 def create_coordinator_table(spec: str, storage_options: StorageOptions = None) -> bool:

@@ -1,11 +1,14 @@
-//! Errors to the exit codes of the CLI contract (../shared/cli-contract.md), and the
-//! command-line hints the library's messages leave out (they name no flag).
+//! Failures to the exit codes of the CLI contract (../shared/cli-contract.md): the
+//! library decides what an error means ([`ErrorKind`]); this is the total map of
+//! kinds to codes, and the command-line hints the library's messages leave out (they
+//! name no flag).
 
 use concord::{
-    AlterError, CommitError, CorruptObject, CreateError, DynamoDbError, OpenError, ScanError, SchemaParseError, SqlError, StorageCause,
-    StorageError, Unavailable, UriError, WriteError,
+    AlterError, CommitError, CorruptObject, CreateError, DurationError, DynamoDbError, ErrorKind, OpenError, ScanError, SchemaParseError,
+    SqlError, StorageCause, StorageError, UriError, WriteError,
 };
 
+pub const SUCCESS: i32 = 0;
 pub const OTHER: i32 = 1;
 pub const USAGE: i32 = 2;
 pub const INCOMPATIBLE: i32 = 3;
@@ -15,36 +18,57 @@ pub const UNSAFE_STORE: i32 = 6;
 pub const NO_TABLE_OR_EXISTS: i32 = 7;
 pub const UNKNOWN_OUTCOME: i32 = 8;
 
-/// A failure with its exit code and the message for stderr.
+/// A failure: its exit code, its kind's name (as `--json` prints it) and the message
+/// for stderr.
 #[derive(Debug)]
 pub struct Failure {
     pub code: i32,
+    pub kind: &'static str,
     pub message: String,
 }
 
-/// `e`'s message and causes, then the command-line hint, if any.
-fn fail_with(code: i32, e: &dyn std::error::Error, hint: Option<String>) -> Failure {
+/// The exit code of a kind (the contract's table).
+pub fn code(kind: &ErrorKind) -> i32 {
+    match kind {
+        ErrorKind::InvalidInput => USAGE,
+        ErrorKind::Incompatible { .. } => INCOMPATIBLE,
+        ErrorKind::Contention { .. } => CONTENTION,
+        ErrorKind::Moved { .. } => MOVED,
+        ErrorKind::NotFound | ErrorKind::Exists => NO_TABLE_OR_EXISTS,
+        ErrorKind::UnknownOutcome { .. } => UNKNOWN_OUTCOME,
+        ErrorKind::Storage | ErrorKind::Corrupt => OTHER,
+    }
+}
+
+/// `e` (of kind `kind`): its message and causes, then the command-line hint, if any.
+fn fail_with(kind: ErrorKind, e: &dyn std::error::Error, hint: Option<String>) -> Failure {
     let mut message = concord::describe_chain(e);
     if let Some(hint) = hint {
         message.push_str("; ");
         message.push_str(&hint);
     }
-    Failure { code, message }
-}
-
-fn fail(code: i32, e: &dyn std::error::Error) -> Failure {
-    fail_with(code, e, None)
+    Failure { code: code(&kind), kind: kind.name(), message }
 }
 
 /// Bad usage (exit 2) with `message`.
 pub fn usage(message: String) -> Failure {
-    Failure { code: USAGE, message }
+    Failure { code: USAGE, kind: ErrorKind::InvalidInput.name(), message }
+}
+
+/// `doctor`'s verdict on a store that does not enforce conditional creates (exit 6).
+pub fn unsafe_store(message: String) -> Failure {
+    Failure { code: UNSAFE_STORE, kind: "unsafe_store", message }
+}
+
+/// A failure of the store itself (exit 1), outside the library's typed errors.
+pub fn storage(message: String) -> Failure {
+    Failure { code: OTHER, kind: ErrorKind::Storage.name(), message }
 }
 
 /// A closed stdout (`concord scan t | head`): the reader has what it wanted, so the
 /// command ends quietly and successfully.
 fn closed_stdout() -> Failure {
-    Failure { code: 0, message: String::new() }
+    Failure { code: SUCCESS, kind: "", message: String::new() }
 }
 
 /// Hints that name this command line's flags and commands.
@@ -63,51 +87,43 @@ fn storage_hint(e: &StorageError) -> Option<String> {
 
 impl From<UriError> for Failure {
     fn from(e: UriError) -> Self {
-        let hint = match &e {
-            UriError::CoordinatorCredentials { .. } => Some("in the environment or with --storage-option".to_string()),
-            _ => None,
-        };
-        fail_with(USAGE, &e, hint)
+        let hint = matches!(e, UriError::CoordinatorCredentials { .. }).then(|| "in the environment or with --storage-option".to_string());
+        fail_with(e.kind(), &e, hint)
     }
 }
 
 impl From<SchemaParseError> for Failure {
     fn from(e: SchemaParseError) -> Self {
-        fail(USAGE, &e)
+        fail_with(e.kind(), &e, None)
+    }
+}
+
+impl From<DurationError> for Failure {
+    fn from(e: DurationError) -> Self {
+        fail_with(e.kind(), &e, None)
     }
 }
 
 impl From<OpenError> for Failure {
     fn from(e: OpenError) -> Self {
-        let (code, hint) = match &e {
-            OpenError::NotFound { uri } => (NO_TABLE_OR_EXISTS, Some(format!("create one with `concord create {uri} --schema ...`"))),
-            OpenError::NotATable { .. } => (NO_TABLE_OR_EXISTS, None),
-            OpenError::VersionNotFound { .. } | OpenError::NoVersionAt { .. } => (USAGE, None),
-            OpenError::Corrupt(c) => (OTHER, corrupt_hint(c)),
-            OpenError::Storage(s) => (OTHER, storage_hint(s)),
-            _ => (OTHER, None),
+        let hint = match &e {
+            OpenError::NotFound { uri } => Some(format!("create one with `concord create {uri} --schema ...`")),
+            OpenError::Corrupt(c) => corrupt_hint(c),
+            OpenError::Storage(s) => storage_hint(s),
+            _ => None,
         };
-        fail_with(code, &e, hint)
+        fail_with(e.kind(), &e, hint)
     }
 }
 
 impl From<CreateError> for Failure {
     fn from(e: CreateError) -> Self {
-        let (code, hint) = match &e {
-            CreateError::AlreadyExists { .. } => (NO_TABLE_OR_EXISTS, None),
-            CreateError::StateUnknown { .. } => (UNKNOWN_OUTCOME, Some("`concord history` tells".into())),
-            CreateError::Storage(s) => (OTHER, storage_hint(s)),
-            _ => (OTHER, None),
+        let hint = match &e {
+            CreateError::StateUnknown { .. } => Some("`concord history` tells".into()),
+            CreateError::Storage(s) => storage_hint(s),
+            _ => None,
         };
-        fail_with(code, &e, hint)
-    }
-}
-
-/// A table removed while in use no longer exists (7); the rest is "other" (1).
-fn unavailable_code(e: &Unavailable) -> i32 {
-    match e {
-        Unavailable::TableGone { .. } => NO_TABLE_OR_EXISTS,
-        _ => OTHER,
+        fail_with(e.kind(), &e, hint)
     }
 }
 
@@ -118,38 +134,20 @@ impl From<ScanError> for Failure {
 }
 
 fn scan_failure(e: &ScanError) -> Failure {
-    let (code, hint) = match e {
-        ScanError::Column(_) | ScanError::Predicate(_) => (USAGE, None),
-        ScanError::Unavailable(u) => (unavailable_code(u), None),
-        ScanError::Corrupt(c) => (OTHER, corrupt_hint(c)),
-        ScanError::Storage(s) => (OTHER, storage_hint(s)),
-        _ => (OTHER, None),
+    let hint = match e {
+        ScanError::Corrupt(c) => corrupt_hint(c),
+        ScanError::Storage(s) => storage_hint(s),
+        _ => None,
     };
-    fail_with(code, e, hint)
+    fail_with(e.kind(), e, hint)
 }
 
-/// Query mistakes are bad input (2); reading failures as for scans.
 impl From<SqlError> for Failure {
     fn from(e: SqlError) -> Self {
         match &e {
             SqlError::Scan(scan) => scan_failure(scan),
-            SqlError::Engine { .. } => fail(OTHER, &e),
-            _ => fail(USAGE, &e),
+            _ => fail_with(e.kind(), &e, None),
         }
-    }
-}
-
-pub fn commit_code(e: &CommitError) -> i32 {
-    match e {
-        CommitError::Incompatible { .. } | CommitError::RerunFailed { .. } | CommitError::CannotShareVersion { .. } => INCOMPATIBLE,
-        // A job fails as its member did.
-        CommitError::JobMember { source, .. } => commit_code(source),
-        CommitError::KeyOfAnotherOperation { .. } => USAGE,
-        CommitError::Unavailable(u) => unavailable_code(u),
-        CommitError::TooMuchContention { .. } => CONTENTION,
-        CommitError::VersionMoved { .. } => MOVED,
-        CommitError::CommitStateUnknown { .. } => UNKNOWN_OUTCOME,
-        _ => OTHER,
     }
 }
 
@@ -172,25 +170,15 @@ impl From<WriteError> for Failure {
                  Give commit the staged value or none, or stage the transaction again"
             ));
         }
-        let (code, hint) = match &e {
-            WriteError::Alter(AlterError::ShortRetention { .. }) => {
-                (USAGE, Some("pass --allow-short-retention if no such writer runs".into()))
-            }
-            WriteError::Alter(AlterError::BadTargetRows { .. }) => (USAGE, Some("give --target-rows 1 or more".into())),
-            WriteError::Input(_)
-            | WriteError::Predicate(_)
-            | WriteError::Alter(_)
-            | WriteError::Column(_)
-            | WriteError::StagedNotFound { .. }
-            | WriteError::ContradictsStaged { .. }
-            | WriteError::NoSuchVersion { .. } => (USAGE, None),
-            WriteError::Commit(c) => (commit_code(c), commit_hint(c)),
-            WriteError::Unavailable(u) => (unavailable_code(u), None),
-            WriteError::Corrupt(c) => (OTHER, corrupt_hint(c)),
-            WriteError::Storage(s) => (OTHER, storage_hint(s)),
-            _ => (OTHER, None),
+        let hint = match &e {
+            WriteError::Alter(AlterError::ShortRetention { .. }) => Some("pass --allow-short-retention if no such writer runs".into()),
+            WriteError::Alter(AlterError::BadTargetRows { .. }) => Some("give --target-rows 1 or more".into()),
+            WriteError::Commit(c) => commit_hint(c),
+            WriteError::Corrupt(c) => corrupt_hint(c),
+            WriteError::Storage(s) => storage_hint(s),
+            _ => None,
         };
-        fail_with(code, &e, hint)
+        fail_with(e.kind(), &e, hint)
     }
 }
 
@@ -198,7 +186,7 @@ impl From<arrow::error::ArrowError> for Failure {
     fn from(e: arrow::error::ArrowError) -> Self {
         match &e {
             arrow::error::ArrowError::IoError(_, io) if io.kind() == std::io::ErrorKind::BrokenPipe => closed_stdout(),
-            _ => fail(OTHER, &e),
+            _ => storage(concord::describe_chain(&e)),
         }
     }
 }
@@ -208,7 +196,7 @@ impl From<std::io::Error> for Failure {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             closed_stdout()
         } else {
-            fail(OTHER, &e)
+            storage(concord::describe_chain(&e))
         }
     }
 }

@@ -78,6 +78,9 @@ enum Command {
         /// e.g. "id bigint not null, name varchar, score double"
         #[arg(long)]
         schema: String,
+        /// A table property, e.g. isolation=snapshot (repeatable)
+        #[arg(long = "property", value_name = "KEY=VALUE")]
+        properties: Vec<String>,
     },
     /// Append rows from .csv (header row), .json/.jsonl/.ndjson or .parquet files
     Append {
@@ -175,6 +178,9 @@ enum Command {
         uri: String,
         #[arg(long, value_enum, default_value = "table")]
         format: ListFormat,
+        /// Only the newest N versions (still oldest first)
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
     },
     /// Change the schema (by stable field id: no data file is rewritten) or table properties
     Alter {
@@ -230,12 +236,15 @@ enum Command {
         uri: String,
         /// e.g. "SELECT name, count(*) FROM t GROUP BY name"
         query: String,
-        /// --version / --as-of apply to t
+        /// --version applies to t; --as-of to every table of the query
         #[command(flatten)]
         at: VersionArgs,
-        /// Another table for the query, at its latest version (repeatable)
+        /// Another table for the query, at its latest version or --as-of (repeatable)
         #[arg(long = "table", value_name = "NAME=URI", value_parser = parse_named_table)]
         tables: Vec<(String, String)>,
+        /// Read the --table named NAME at version N (repeatable)
+        #[arg(long = "table-version", value_name = "NAME=N", value_parser = parse_table_version)]
+        table_versions: Vec<(String, u64)>,
         #[arg(long, value_enum, default_value = "table")]
         format: RowFormat,
     },
@@ -295,6 +304,31 @@ enum AlterAction {
     },
 }
 
+impl Command {
+    /// Whether the command was asked for its outcome as one JSON object (`--json`).
+    fn prints_json(&self) -> bool {
+        match self {
+            Command::Append { write, .. }
+            | Command::Overwrite { write, .. }
+            | Command::Delete { write, .. }
+            | Command::Update { write, .. }
+            | Command::Merge { write, .. }
+            | Command::Commit { write, .. }
+            | Command::Restore { write, .. }
+            | Command::Compact { write, .. } => write.json,
+            Command::Alter { action, .. } => match action {
+                AlterAction::AddColumn { write, .. }
+                | AlterAction::DropColumn { write, .. }
+                | AlterAction::RenameColumn { write, .. }
+                | AlterAction::SetProperty { write, .. }
+                | AlterAction::UnsetProperty { write, .. } => write.json,
+            },
+            Command::Vacuum { json, .. } => *json,
+            _ => false,
+        }
+    }
+}
+
 impl AlterAction {
     fn into_op(self) -> Result<(WriteOp, WriteArgs), Failure> {
         Ok(match self {
@@ -315,10 +349,18 @@ impl AlterAction {
     }
 }
 
+/// `KEY=VALUE` pairs of table properties.
+fn property_assignments(assignments: &[String]) -> Result<BTreeMap<String, String>, Failure> {
+    let mut set = BTreeMap::new();
+    for a in assignments {
+        let (key, value) = a.split_once('=').ok_or_else(|| WriteError::from(AlterError::BadPropertyAssignment { given: a.clone() }))?;
+        set.insert(key.trim().to_string(), value.trim().to_string());
+    }
+    Ok(set)
+}
+
 fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
-    DateTime::parse_from_rfc3339(s)
-        .map(|t| t.with_timezone(&Utc))
-        .map_err(|e| format!("'{s}' is not an RFC 3339 time such as 2026-01-02T03:04:05Z ({e})"))
+    concord::parse_time(s).map_err(|e| e.to_string())
 }
 
 /// `column = expression`: the column is everything before the first `=`.
@@ -339,6 +381,13 @@ fn parse_named_table(s: &str) -> Result<(String, String), String> {
         Some((name, uri)) if !name.trim().is_empty() && !uri.trim().is_empty() => Ok((name.trim().to_string(), uri.trim().to_string())),
         _ => Err(format!("'{s}' is not of the form NAME=URI, e.g. --table orders=./orders")),
     }
+}
+
+/// `NAME=N` of `--table-version`.
+fn parse_table_version(s: &str) -> Result<(String, u64), String> {
+    let bad = || format!("'{s}' is not of the form NAME=VERSION, e.g. --table-version orders=12");
+    let (name, version) = s.split_once('=').ok_or_else(bad)?;
+    Ok((name.trim().to_string(), version.trim().parse().map_err(|_| bad())?))
 }
 
 fn parse_isolation(s: &str) -> Result<IsolationLevel, String> {
@@ -499,9 +548,10 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         .with_commit_coordinator(cli.commit_coordinator.clone());
     let cx = Context { resolver, env: Env::system() };
     match cli.command {
-        Command::Create { uri, schema } => {
+        Command::Create { uri, schema, properties } => {
             let schema = Schema::parse(&schema)?;
-            let table = Table::create(cx.location(&uri)?, cx.env.clone(), schema).await?;
+            let properties = property_assignments(&properties)?;
+            let table = Table::create_with_properties(cx.location(&uri)?, cx.env.clone(), schema, &properties).await?;
             println!("created {} at version {}", table.uri(), table.version());
         }
         Command::Append { uri, files, write } => cx.write(&uri, WriteOp::Append(files), &write).await?,
@@ -519,28 +569,13 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             if write.stage {
                 return Err(usage("`concord commit` commits staged transactions; --stage does not apply to it".into()));
             }
-            // One key for several transactions would make all but the first a replay;
-            // one expected version, all but the first a failure (unless they share one
-            // version: --together).
-            if staged_ids.len() > 1 && (write.idempotency_key.is_some() || (write.expect_version.is_some() && !together)) {
-                return Err(usage("--idempotency-key applies to one transaction, and --expect-version to one commit: give one staged id (or --together for --expect-version), or stage each transaction with its own".into()));
-            }
-            if let Some(dup) = staged_ids.iter().enumerate().find_map(|(i, id)| staged_ids[..i].contains(id).then_some(id)) {
-                return Err(usage(format!("staged id {dup} is given twice")));
-            }
             let table = cx.open(&uri).await?;
             let mut txns = Vec::with_capacity(staged_ids.len());
             for id in &staged_ids {
                 txns.push(table.load_staged(id).await?);
             }
-            if together {
-                for info in table.commit_together(&txns, &write.options()).await? {
-                    output::print_commit(&info, write.json)?;
-                }
-            } else {
-                for txn in &txns {
-                    output::print_commit(&table.commit(txn, &write.options()).await?, write.json)?;
-                }
+            for info in table.commit_staged(&txns, together, &write.options()).await? {
+                output::print_commit(&info, write.json)?;
             }
         }
         Command::Scan { uri, at, columns, filter, limit, format } => {
@@ -557,8 +592,8 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let table = cx.open_at(&uri, &at).await?;
             println!("{}", table.count(filter.as_deref()).await?);
         }
-        Command::History { uri, format } => {
-            let history = cx.open(&uri).await?.history().await?;
+        Command::History { uri, format, limit } => {
+            let history = cx.open(&uri).await?.history_newest(limit.unwrap_or(usize::MAX)).await?;
             output::print_history(&history, format)?;
         }
         Command::Doctor { uri } => doctor(&cx, &uri).await?,
@@ -590,23 +625,27 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let created = concord::create_coordinator_table(&spec, &cx.resolver.options()).await?;
             println!("{} {spec}", if created { "created" } else { "already exists:" });
         }
-        Command::Sql { uri, query, at, tables, format } => sql(&cx, &uri, &query, &at, &tables, format).await?,
+        Command::Sql { uri, query, at, tables, table_versions, format } => {
+            sql(&cx, &uri, &query, &at, &tables, &table_versions, format).await?
+        }
         Command::Schema { uri, at, format } => {
             let table = cx.open_at(&uri, &at).await?;
-            output::print_schema(table.schema(), format)?;
+            output::print_schema(table.schema(), &table.manifest().properties, format)?;
         }
     }
     Ok(())
 }
 
-/// `sql`: the table at `uri` is `t` (at the version asked for), each `--table` at its
-/// latest version; one version of each is read, whatever commits meanwhile.
+/// `sql`: the table at `uri` is `t`, at `--version` if given; `--as-of` applies to
+/// every table; `--table-version NAME=N` pins another. One version of each is read,
+/// whatever commits meanwhile.
 async fn sql(
     cx: &Context,
     uri: &str,
     query: &str,
     at: &VersionArgs,
     tables: &[(String, String)],
+    versions: &[(String, u64)],
     format: RowFormat,
 ) -> Result<(), Failure> {
     let mut names = vec!["t".to_string()];
@@ -616,9 +655,20 @@ async fn sql(
         }
         names.push(name.clone());
     }
-    let session = concord::SqlSession::new();
-    let opened = futures::future::try_join_all(tables.iter().map(|(_, uri)| cx.open(uri)));
+    for (name, _) in versions {
+        if !tables.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
+            let hint = if name.eq_ignore_ascii_case("t") { "; use --version for t" } else { "" };
+            return Err(usage(format!("--table-version {name}=...: no --table is named '{name}'{hint}")));
+        }
+    }
+    let open_other = |name: &str, uri: String| {
+        let version = versions.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| *v);
+        let at = VersionArgs { version, as_of: at.as_of };
+        async move { cx.open_at(&uri, &at).await }
+    };
+    let opened = futures::future::try_join_all(tables.iter().map(|(name, uri)| open_other(name, uri.clone())));
     let (main, others) = futures::future::try_join(cx.open_at(uri, at), opened).await?;
+    let session = concord::SqlSession::new();
     session.register("t", &main)?;
     for ((name, _), table) in tables.iter().zip(&others) {
         session.register(name, table)?;
@@ -635,7 +685,7 @@ async fn sql(
 /// `doctor`: probes the store, prints what it found and which commit mode is safe.
 async fn doctor(cx: &Context, uri: &str) -> Result<(), Failure> {
     let location = cx.location(uri)?;
-    let report = concord::probe_store(&location, &cx.env).await.map_err(|e| Failure { code: exit::OTHER, message: e.to_string() })?;
+    let report = concord::probe_store(&location, &cx.env).await.map_err(|e| exit::storage(concord::describe_chain(&e)))?;
     println!("store: {uri}");
     match &report.create_unsupported {
         Some(why) => println!("conditional create: not supported ({why})"),
@@ -672,23 +722,23 @@ async fn doctor(cx: &Context, uri: &str) -> Result<(), Failure> {
             .coordinator()
             .latest_version(None)
             .await
-            .map_err(|e| Failure { code: exit::OTHER, message: format!("the commit coordinator is not usable: {e}") })?;
+            .map_err(|e| exit::storage(format!("the commit coordinator is not usable: {}", concord::describe_chain(&e))))?;
         println!("verdict: SAFE with the configured commit coordinator (the store alone is not: it does not enforce conditional creates)");
         Ok(())
     } else {
         println!("verdict: UNSAFE: concurrent commits can silently overwrite each other on this store");
-        Err(Failure {
-            code: exit::UNSAFE_STORE,
-            message: "this store does not enforce conditional creates; commit through a DynamoDB coordinator: \
-                      `concord coordinator create-table dynamodb://<table>`, then pass --commit-coordinator dynamodb://<table> \
-                      (or set CONCORD_COMMIT_COORDINATOR)"
+        Err(exit::unsafe_store(
+            "this store does not enforce conditional creates; commit through a DynamoDB coordinator: \
+             `concord coordinator create-table dynamodb://<table>`, then pass --commit-coordinator dynamodb://<table> \
+             (or set CONCORD_COMMIT_COORDINATOR)"
                 .into(),
-        })
+        ))
     }
 }
 
 fn main() {
     let cli = Cli::parse();
+    let json = cli.command.prints_json();
     if let Some(bad) = cli.storage_options.iter().find(|o| !o.contains('=')) {
         eprintln!("error: --storage-option '{bad}' is not of the form KEY=VALUE");
         std::process::exit(exit::USAGE);
@@ -720,6 +770,10 @@ fn main() {
     if let Err(failure) = result {
         if !failure.message.is_empty() {
             eprintln!("error: {}", failure.message);
+        }
+        if json && failure.code != exit::SUCCESS {
+            // Scripts read the outcome from stdout, failures too (the contract's kinds).
+            println!("{}", serde_json::json!({"error": failure.kind, "exit": failure.code, "message": failure.message}));
         }
         std::process::exit(failure.code);
     }

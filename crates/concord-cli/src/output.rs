@@ -335,14 +335,18 @@ pub fn print_history(history: &[VersionInfo], format: ListFormat) -> Result<(), 
     Ok(())
 }
 
-pub fn print_schema(schema: &Schema, format: ListFormat) -> Result<(), Failure> {
+/// The schema; the table format ends with the table's properties, one `property
+/// key=value` line each.
+pub fn print_schema(schema: &Schema, properties: &std::collections::BTreeMap<String, String>, format: ListFormat) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
     match format {
         ListFormat::Json => writeln!(out, "{}", serde_json::to_string(&schema.fields).expect("schema serializes"))?,
         ListFormat::Table => {
-            for f in &schema.fields {
-                let default = f.default.as_deref().map_or(String::new(), |d| format!(" default {}", concord::sql_literal(d)));
-                writeln!(out, "{} {}{}{default}", f.name, f.column_type, if f.nullable { "" } else { " not null" })?;
+            for column in schema.definition_columns() {
+                writeln!(out, "{column}")?;
+            }
+            for (key, value) in properties {
+                writeln!(out, "property {key}={value}")?;
             }
         }
     }

@@ -359,7 +359,7 @@ pub async fn ensure_table(
         Err(concord::OpenError::NotFound { .. }) => match create.await {
             Ok(t) => t,
             Err(concord::CreateError::AlreadyExists { .. }) => {
-                return Err(Failure { code: 1, message: "the table appeared while creating it; run again".into() })
+                return Err(crate::exit::storage("the table appeared while creating it; run again".into()))
             }
             Err(e) => return Err(e.into()),
         },
@@ -442,7 +442,7 @@ pub async fn run(table: Table, args: &StressArgs, global_args: &[String]) -> Res
     if report["verified"] == json!(true) {
         Ok(())
     } else {
-        Err(Failure { code: 1, message: format!("verification failed: {}", report["problems"]) })
+        Err(crate::exit::storage(format!("verification failed: {}", report["problems"])))
     }
 }
 

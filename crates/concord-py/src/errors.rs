@@ -1,5 +1,6 @@
-//! The library's typed errors to the package's exception classes (python/concord/_errors.py),
-//! one to one by type as the CLI maps them to exit codes (crates/concord-cli/src/exit.rs):
+//! The library's typed errors to the package's exception classes (python/concord/_errors.py):
+//! the library decides each error's kind (`ErrorKind`), this maps kinds to classes as the
+//! CLI maps them to exit codes (crates/concord-cli/src/exit.rs):
 //!
 //! | CLI exit | exception |
 //! |---|---|
@@ -16,8 +17,8 @@
 
 use arrow::error::ArrowError;
 use concord::{
-    AlterError, CommitError, CreateError, DynamoDbError, OpenError, ScanError, SchemaParseError, SqlError, StorageCause, StorageError,
-    Unavailable, UriError, WriteError,
+    AlterError, CommitError, CreateError, DynamoDbError, ErrorKind, OpenError, ScanError, SchemaParseError, SqlError, StorageCause,
+    StorageError, UriError, WriteError,
 };
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -80,132 +81,18 @@ impl From<WriteError> for Error {
 }
 
 /// Which exception, with its attributes.
-#[derive(Debug, Clone, PartialEq)]
-enum Kind {
-    Invalid,
-    Incompatible {
-        winner_version: Option<u64>,
-        winner_operation: Option<String>,
-    },
-    Contention {
-        attempts: u32,
-        elapsed_ms: u64,
-    },
-    Moved {
-        expected: u64,
-        latest: u64,
-    },
-    NotFound,
-    Exists,
-    Unknown {
-        version: Option<u64>,
-        transaction_id: Option<String>,
-    },
-    Corrupt,
-    Storage,
-    /// `ConcordError` itself: panics and internal failures.
-    Base,
-}
-
-impl Kind {
-    fn class_name(&self) -> &'static str {
-        match self {
-            Kind::Invalid => "InvalidInputError",
-            Kind::Incompatible { .. } => "IncompatibleError",
-            Kind::Contention { .. } => "TooMuchContentionError",
-            Kind::Moved { .. } => "VersionMovedError",
-            Kind::NotFound => "TableNotFoundError",
-            Kind::Exists => "TableExistsError",
-            Kind::Unknown { .. } => "CommitStateUnknownError",
-            Kind::Corrupt => "CorruptError",
-            Kind::Storage => "StorageError",
-            Kind::Base => "ConcordError",
-        }
-    }
-}
-
-/// A table removed while in use no longer exists (exit 7); the rest is "other" (1).
-fn unavailable_kind(e: &Unavailable) -> Kind {
-    match e {
-        Unavailable::TableGone { .. } => Kind::NotFound,
-        _ => Kind::Storage,
-    }
-}
-
-fn open_kind(e: &OpenError) -> Kind {
-    match e {
-        OpenError::NotFound { .. } | OpenError::NotATable { .. } => Kind::NotFound,
-        OpenError::VersionNotFound { .. } | OpenError::NoVersionAt { .. } => Kind::Invalid,
-        OpenError::Corrupt(_) => Kind::Corrupt,
-        _ => Kind::Storage,
-    }
-}
-
-fn create_kind(e: &CreateError) -> Kind {
-    match e {
-        CreateError::AlreadyExists { .. } => Kind::Exists,
-        // Creating is committing version 0; no transaction id is reported.
-        CreateError::StateUnknown { .. } => Kind::Unknown { version: Some(0), transaction_id: None },
-        CreateError::Corrupt(_) => Kind::Corrupt,
-        _ => Kind::Storage,
-    }
-}
-
-fn scan_kind(e: &ScanError) -> Kind {
-    match e {
-        ScanError::Column(_) | ScanError::Predicate(_) => Kind::Invalid,
-        ScanError::Unavailable(u) => unavailable_kind(u),
-        ScanError::Corrupt(_) => Kind::Corrupt,
-        _ => Kind::Storage,
-    }
-}
-
-fn commit_kind(e: &CommitError) -> Kind {
-    match e {
-        CommitError::Incompatible { winner_version, winner_operation, .. } => {
-            Kind::Incompatible { winner_version: Some(*winner_version), winner_operation: Some(winner_operation.clone()) }
-        }
-        // The re-run on the winners' version failed: that version is known, the operation not.
-        CommitError::RerunFailed { version, .. } => Kind::Incompatible { winner_version: Some(*version), winner_operation: None },
-        // A job member that cannot follow another member: no winner.
-        CommitError::CannotShareVersion { .. } => Kind::Incompatible { winner_version: None, winner_operation: None },
-        // A job fails as its member did.
-        CommitError::JobMember { source, .. } => commit_kind(source),
-        CommitError::KeyOfAnotherOperation { .. } => Kind::Invalid,
-        CommitError::Unavailable(u) => unavailable_kind(u),
-        CommitError::TooMuchContention { attempts, elapsed_ms, .. } => Kind::Contention { attempts: *attempts, elapsed_ms: *elapsed_ms },
-        CommitError::VersionMoved { expected, latest } => Kind::Moved { expected: *expected, latest: *latest },
-        CommitError::CommitStateUnknown { version, transaction_id, .. } => {
-            Kind::Unknown { version: Some(*version), transaction_id: Some(transaction_id.to_string()) }
-        }
-        CommitError::Corrupt(_) => Kind::Corrupt,
-        _ => Kind::Storage,
-    }
-}
-
-fn write_kind(e: &WriteError) -> Kind {
-    match e {
-        WriteError::Input(_)
-        | WriteError::Predicate(_)
-        | WriteError::Alter(_)
-        | WriteError::Column(_)
-        | WriteError::StagedNotFound { .. }
-        | WriteError::ContradictsStaged { .. }
-        | WriteError::NoSuchVersion { .. } => Kind::Invalid,
-        WriteError::Commit(c) => commit_kind(c),
-        WriteError::Unavailable(u) => unavailable_kind(u),
-        WriteError::Corrupt(_) => Kind::Corrupt,
-        _ => Kind::Storage,
-    }
-}
-
-/// Query mistakes are bad input (2); reading failures as for scans; the engine failing
-/// for another reason is "other" (1). As the CLI's `From<SqlError>`.
-fn sql_kind(e: &SqlError) -> Kind {
-    match e {
-        SqlError::Scan(s) => scan_kind(s),
-        SqlError::Engine { .. } => Kind::Storage,
-        _ => Kind::Invalid,
+/// The exception class of a kind (the contract's table): a total map.
+fn class_name(kind: &ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::InvalidInput => "InvalidInputError",
+        ErrorKind::Incompatible { .. } => "IncompatibleError",
+        ErrorKind::Contention { .. } => "TooMuchContentionError",
+        ErrorKind::Moved { .. } => "VersionMovedError",
+        ErrorKind::NotFound => "TableNotFoundError",
+        ErrorKind::Exists => "TableExistsError",
+        ErrorKind::UnknownOutcome { .. } => "CommitStateUnknownError",
+        ErrorKind::Corrupt => "CorruptError",
+        ErrorKind::Storage => "StorageError",
     }
 }
 
@@ -231,7 +118,8 @@ fn commit_hint(e: &CommitError) -> Option<String> {
 }
 
 /// The exception's class, attributes and message.
-fn classify(e: &Error) -> (Kind, String) {
+/// The kind of `e` (`None`: the base class, for internal errors) and its message.
+fn classify(e: &Error) -> (Option<ErrorKind>, String) {
     let with_hint = |e: &dyn std::error::Error, hint: Option<String>| match hint {
         Some(hint) => format!("{}; {hint}", concord::describe_chain(e)),
         None => concord::describe_chain(e),
@@ -239,9 +127,9 @@ fn classify(e: &Error) -> (Kind, String) {
     match e {
         Error::Uri(e) => {
             let hint = matches!(e, UriError::CoordinatorCredentials { .. }).then(|| "in the environment or in storage_options".to_string());
-            (Kind::Invalid, with_hint(e, hint))
+            (Some(e.kind()), with_hint(e, hint))
         }
-        Error::Schema(e) => (Kind::Invalid, concord::describe_chain(e)),
+        Error::Schema(e) => (Some(e.kind()), concord::describe_chain(e)),
         Error::Open(e) => {
             let hint = match e {
                 OpenError::NotFound { uri } => Some(format!("create one with concord.create({uri:?}, schema)")),
@@ -249,7 +137,7 @@ fn classify(e: &Error) -> (Kind, String) {
                 OpenError::Storage(s) => storage_hint(s),
                 _ => None,
             };
-            (open_kind(e), with_hint(e, hint))
+            (Some(e.kind()), with_hint(e, hint))
         }
         Error::Create(e) => {
             let hint = match e {
@@ -257,7 +145,7 @@ fn classify(e: &Error) -> (Kind, String) {
                 CreateError::Storage(s) => storage_hint(s),
                 _ => None,
             };
-            (create_kind(e), with_hint(e, hint))
+            (Some(e.kind()), with_hint(e, hint))
         }
         Error::Scan(e) => {
             let hint = match e {
@@ -265,7 +153,7 @@ fn classify(e: &Error) -> (Kind, String) {
                 ScanError::Storage(s) => storage_hint(s),
                 _ => None,
             };
-            (scan_kind(e), with_hint(e, hint))
+            (Some(e.kind()), with_hint(e, hint))
         }
         Error::Write(e) => {
             let hint = match e {
@@ -278,7 +166,7 @@ fn classify(e: &Error) -> (Kind, String) {
                 WriteError::Storage(s) => storage_hint(s),
                 _ => None,
             };
-            (write_kind(e), with_hint(e, hint))
+            (Some(e.kind()), with_hint(e, hint))
         }
         Error::Sql(e) => {
             let hint = match e {
@@ -289,19 +177,21 @@ fn classify(e: &Error) -> (Kind, String) {
                 },
                 _ => None,
             };
-            (sql_kind(e), with_hint(e, hint))
+            (Some(e.kind()), with_hint(e, hint))
         }
-        Error::Usage(message) => (Kind::Invalid, message.clone()),
-        Error::BadData(e) => (Kind::Invalid, format!("the data could not be read as Arrow: {}", concord::describe_chain(e))),
-        Error::Panic(message) => (Kind::Base, format!("internal error (a bug in concord; please report it): {message}")),
-        Error::Internal(message) => (Kind::Base, message.clone()),
+        Error::Usage(message) => (Some(ErrorKind::InvalidInput), message.clone()),
+        Error::BadData(e) => {
+            (Some(ErrorKind::InvalidInput), format!("the data could not be read as Arrow: {}", concord::describe_chain(e)))
+        }
+        Error::Panic(message) => (None, format!("internal error (a bug in concord; please report it): {message}")),
+        Error::Internal(message) => (None, message.clone()),
     }
 }
 
 /// `ClassName: message`, for consumers of a C stream (which only carry text).
 pub(crate) fn plain_message(e: &Error) -> String {
     let (kind, message) = classify(e);
-    format!("concord.{}: {message}", kind.class_name())
+    format!("concord.{}: {message}", kind.as_ref().map_or("ConcordError", class_name))
 }
 
 static ERRORS_MODULE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
@@ -310,24 +200,24 @@ static ERRORS_MODULE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 fn exception(py: Python<'_>, e: &Error) -> PyResult<PyErr> {
     let (kind, message) = classify(e);
     let module = ERRORS_MODULE.get_or_try_init(py, || PyModule::import(py, "concord._errors").map(Bound::unbind))?.bind(py);
-    let class = module.getattr(kind.class_name())?;
+    let class = module.getattr(kind.as_ref().map_or("ConcordError", class_name))?;
     let kwargs = PyDict::new(py);
     match &kind {
-        Kind::Incompatible { winner_version, winner_operation } => {
+        Some(ErrorKind::Incompatible { winner_version, winner_operation }) => {
             kwargs.set_item("winner_version", winner_version)?;
             kwargs.set_item("winner_operation", winner_operation)?;
         }
-        Kind::Contention { attempts, elapsed_ms } => {
+        Some(ErrorKind::Contention { attempts, elapsed_ms }) => {
             kwargs.set_item("attempts", attempts)?;
             kwargs.set_item("elapsed_ms", elapsed_ms)?;
         }
-        Kind::Moved { expected, latest } => {
+        Some(ErrorKind::Moved { expected, latest }) => {
             kwargs.set_item("expected", expected)?;
             kwargs.set_item("latest", latest)?;
         }
-        Kind::Unknown { version, transaction_id } => {
+        Some(ErrorKind::UnknownOutcome { version, transaction_id }) => {
             kwargs.set_item("version", version)?;
-            kwargs.set_item("transaction_id", transaction_id)?;
+            kwargs.set_item("transaction_id", transaction_id.map(|t| t.to_string()))?;
         }
         _ => {}
     }

@@ -51,11 +51,9 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, Error> {
     concord::parse_duration(s).map_err(|e| Error::Usage(e.to_string()))
 }
 
-/// An RFC 3339 time (the CLI's `--as-of`).
+/// A time (the CLI's `--as-of`): the library's one rule.
 pub(crate) fn parse_time(s: &str) -> Result<DateTime<Utc>, Error> {
-    DateTime::parse_from_rfc3339(s)
-        .map(|t| t.with_timezone(&Utc))
-        .map_err(|e| Error::Usage(format!("'{s}' is not an RFC 3339 time such as 2026-01-02T03:04:05Z ({e})")))
+    concord::parse_time(s).map_err(|e| Error::Usage(e.to_string()))
 }
 
 /// Store settings from the environment, as the CLI reads them: object_store's names.
@@ -126,16 +124,14 @@ pub(crate) fn schema_from_arrow(schema: &ArrowSchema) -> Result<Schema, Error> {
     let mut parts = Vec::with_capacity(schema.fields().len());
     for field in schema.fields() {
         let name = field.name();
-        if name.is_empty() || name.contains(|c: char| c.is_whitespace() || c == ',' || c == '"') {
-            return Err(Error::Usage(format!("column name '{name}' cannot be a Concord column name; use letters, digits and '_'")));
-        }
         let Some(sql) = column_type(field.data_type()) else {
             return Err(Error::Usage(format!(
                 "column '{name}' has Arrow type {}, which no Concord column type holds; supported types: boolean, int, bigint, float, double, varchar, binary, date, timestamp",
                 field.data_type()
             )));
         };
-        parts.push(format!("{name} {sql}{}", if field.is_nullable() { "" } else { " not null" }));
+        // Any name, by the one naming rule: quoted, it parses back as itself.
+        parts.push(format!("{} {sql}{}", concord::quote_column_name(name), if field.is_nullable() { "" } else { " not null" }));
     }
     Ok(Schema::parse(&parts.join(", "))?)
 }

@@ -485,19 +485,6 @@ impl NativeTable {
         timeout: Option<f64>,
     ) -> PyResult<Py<PyList>> {
         guard(|| {
-            // The CLI's rules for `concord commit`.
-            if ids.is_empty() {
-                return Err(Error::Usage("give at least one staged id".into()).into());
-            }
-            if ids.len() > 1 && (idempotency_key.is_some() || (expect_version.is_some() && !together)) {
-                return Err(Error::Usage(
-                    "idempotency_key applies to one transaction, and expect_version to one commit: give one staged id (or together=True for expect_version), or stage each transaction with its own".into(),
-                )
-                .into());
-            }
-            if let Some(dup) = ids.iter().enumerate().find_map(|(i, id)| ids[..i].contains(id).then_some(id)) {
-                return Err(Error::Usage(format!("staged id {dup} is given twice")).into());
-            }
             let options = options!(isolation, expect_version, idempotency_key, max_retries, timeout);
             let table = self.current(py)?;
             let (infos, newest) = run(py, async move {
@@ -505,17 +492,7 @@ impl NativeTable {
                 for id in &ids {
                     txns.push(table.load_staged(id).await?);
                 }
-                // One transaction is an ordinary commit (its idempotency key checked
-                // first, a replay reported as such), as `concord commit <id>`.
-                let infos = if together && txns.len() > 1 {
-                    table.commit_together(&txns, &options).await?
-                } else {
-                    let mut infos = Vec::with_capacity(txns.len());
-                    for txn in &txns {
-                        infos.push(table.commit(txn, &options).await?);
-                    }
-                    infos
-                };
+                let infos = table.commit_staged(&txns, together, &options).await?;
                 Ok((infos, table.newest_known()))
             })?;
             self.advance(newest);
@@ -798,10 +775,18 @@ pub(crate) fn parse_duration(text: &str) -> PyResult<f64> {
 }
 
 /// Runs a read-only SQL query over tables, each registered under its name at its
-/// handle's version; returns the result, collected.
+/// handle's version, or with `as_of` (RFC 3339), every one as of that time; returns
+/// the result, collected.
 #[pyfunction]
-pub(crate) fn sql(py: Python<'_>, query: String, tables: Vec<(String, Py<NativeTable>)>) -> PyResult<ArrowStreamExport> {
+#[pyo3(signature = (query, tables, as_of=None))]
+pub(crate) fn sql(
+    py: Python<'_>,
+    query: String,
+    tables: Vec<(String, Py<NativeTable>)>,
+    as_of: Option<String>,
+) -> PyResult<ArrowStreamExport> {
     guard(|| {
+        let as_of = as_of.as_deref().map(crate::options::parse_time).transpose()?;
         let mut registered = Vec::with_capacity(tables.len());
         for (name, table) in &tables {
             registered.push((name.clone(), table.get().current(py)?));
@@ -809,7 +794,10 @@ pub(crate) fn sql(py: Python<'_>, query: String, tables: Vec<(String, Py<NativeT
         let (schema, batches) = run(py, async move {
             let session = SqlSession::new();
             for (name, table) in &registered {
-                session.register(name, table)?;
+                match as_of {
+                    Some(at) => session.register_as_of(name, table, at).await?,
+                    None => session.register(name, table)?,
+                }
             }
             let stream = session.query(&query).await?;
             let schema = stream.schema();

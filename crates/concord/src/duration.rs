@@ -1,5 +1,6 @@
-//! Durations as people write them (`500ms`, `30s`, `5m`, `1h`, `7d`, `1.5h`): the CLI's
-//! `--timeout`/`--older-than` and the Python package's duration strings, one rule.
+//! Durations as people write them (`500ms`, `30s`, `5m`, `1h`, `7d`, `1.5h`) and times
+//! (for time travel): the CLI's `--timeout`/`--older-than`/`--as-of` and the Python
+//! package's strings, one rule each.
 
 use std::time::Duration;
 
@@ -59,4 +60,19 @@ pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
         return Err(DurationError::TooLong { text: s.to_string() });
     }
     Duration::try_from_secs_f64(seconds).map_err(|_| DurationError::TooLong { text: s.to_string() })
+}
+
+/// A time that could not be read.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("'{text}' is not a time: write RFC 3339, e.g. 2026-01-02T03:04:05Z or 2026-01-02T03:04:05.5+01:00 (a space may replace the T; without a zone, UTC)")]
+#[non_exhaustive]
+pub struct TimeError {
+    /// The text given.
+    pub text: String,
+}
+
+/// `s` as a UTC time: RFC 3339, with a space allowed for the `T`; a time without a
+/// zone is UTC.
+pub fn parse_time(s: &str) -> Result<chrono::DateTime<chrono::Utc>, TimeError> {
+    arrow::compute::kernels::cast_utils::string_to_datetime(&chrono::Utc, s.trim()).map_err(|_| TimeError { text: s.to_string() })
 }

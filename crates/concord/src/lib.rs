@@ -61,11 +61,12 @@ mod storage;
 mod table;
 mod txn;
 
-pub use duration::{parse_duration, DurationError, MAX_DURATION_DAYS};
+pub use duration::{parse_duration, parse_time, DurationError, TimeError, MAX_DURATION_DAYS};
 pub use env::{Clock, Env, RandomSource, StdRandom, SystemClock};
 pub use error::{
-    describe_chain, AlterError, CommitError, CorruptObject, CreateError, DefaultProblem, DynamoDbError, IncompatibleReason, InputError,
-    OpenError, OversizedObject, PredicateError, ScanError, StorageCause, StorageError, Unavailable, UriError, WriteError,
+    describe_chain, AlterError, CommitError, CorruptObject, CreateError, DefaultProblem, DynamoDbError, ErrorKind, IncompatibleReason,
+    InputError, OpenError, OversizedObject, PredicateError, ScanError, StagedCommitError, StorageCause, StorageError, Unavailable,
+    UriError, WriteError,
 };
 pub use format::manifest::{
     Assignment, ColumnStats, CompactGroup, CompactInput, DataFile, DeletionRef, Fragment, FragmentDeletion, IsolationLevel, Manifest,
@@ -74,7 +75,8 @@ pub use format::manifest::{
 };
 pub use format::naming::{parse_version_file_name, version_file_name};
 pub use format::schema::{
-    sql_literal, ColumnNameError, ColumnSpec, ColumnType, Field, Schema, SchemaParseError, MAX_COLUMNS, MAX_COLUMN_NAME_BYTES,
+    check_column_name, quote_column_name, sql_literal, ColumnNameError, ColumnSpec, ColumnType, Field, Schema, SchemaParseError,
+    MAX_COLUMNS, MAX_COLUMN_NAME_BYTES,
 };
 pub use io::cast::sql_type_name;
 pub use io::csv_fields::quote_field as quote_csv_field;

@@ -30,7 +30,10 @@ fn add_drop_rename_columns_by_field_id() {
     let rows = scan_json(&t.uri);
     assert_eq!(rows[0]["score"].as_str(), Some("new"), "a re-added column never reads the dropped one's data");
     let schema = ok(&["schema", &t.uri]);
-    assert_eq!(schema.trim(), "id bigint not null\nlabel varchar\nqty int not null default '3'\nnote varchar\nscore varchar default 'new'");
+    assert_eq!(
+        schema.trim(),
+        "id bigint not null\nlabel varchar\nqty int not null default '3'\nnote varchar\nscore varchar default 'new'\nproperty isolation=serializable"
+    );
     let ops: Vec<String> = t.history().iter().map(|v| v["operation"].as_str().unwrap().to_string()).collect();
     assert_eq!(&ops[2..], ["add_column", "add_column", "append", "rename_column", "drop_column", "add_column"]);
     assert_eq!(ok(&["count", &t.uri, "--where", "qty = 3"]).trim(), "3", "predicates see defaults too");
@@ -52,7 +55,9 @@ fn bad_schema_changes_exit_2_and_change_nothing() {
         (vec!["add-column", "qty int default id + 1"], &["reads column 'id'", "constant"]),
         (vec!["add-column", "qty int default 'abc'"], &["'abc' is not a valid int"]),
         (vec!["add-column", "qty uuid"], &["unknown column type 'uuid'"]),
-        (vec!["add-column", "1qty int"], &["not a valid column name"]),
+        (vec!["add-column", "\"\" int"], &["not a valid column name"]),
+        (vec!["add-column", "\"a\tb\" int"], &["not a valid column name", "control characters"]),
+        (vec!["rename-column", "name", "\" x\""], &["not a valid column name", "whitespace"]),
         (vec!["drop-column", "nope"], &["unknown column 'nope'", "id, name, score"]),
         (vec!["rename-column", "nope", "x"], &["unknown column 'nope'"]),
         (vec!["rename-column", "name", "score"], &["already has a column 'score'"]),

@@ -280,7 +280,7 @@ fn every_command_accepts_help() {
 }
 
 #[test]
-fn diagnostics_go_to_stderr_and_failures_print_nothing_on_stdout() {
+fn diagnostics_go_to_stderr_and_failures_print_nothing_on_stdout_unless_json_is_asked_for() {
     let t = TempTable::create();
     let missing = TempTable::uncreated();
     let bad = t.file("bad.csv", "id,name,score\nx,a,1\n");
@@ -300,8 +300,15 @@ fn diagnostics_go_to_stderr_and_failures_print_nothing_on_stdout() {
     for args in failing {
         let (code, stdout, stderr) = run(&args);
         assert_ne!(code, 0, "{args:?} should fail");
-        assert!(stdout.is_empty(), "{args:?} failed but printed on stdout: {stdout}");
         assert!(!stderr.trim().is_empty(), "{args:?} failed without a message");
+        if args.contains(&"--json") {
+            // With --json, the outcome is on stdout, failures too (the contract's kinds).
+            let outcome: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+            assert_eq!(outcome["exit"], serde_json::json!(code), "{args:?}: {stdout}");
+            assert!(outcome["error"].is_string() && outcome["message"].is_string(), "{args:?}: {stdout}");
+        } else {
+            assert!(stdout.is_empty(), "{args:?} failed but printed on stdout: {stdout}");
+        }
     }
     // Successful reads carry only the result on stdout.
     let (code, stdout, stderr) = run(&["count", &t.uri]);

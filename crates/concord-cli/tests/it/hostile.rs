@@ -82,7 +82,7 @@ fn too_many_columns_and_overlong_names_are_refused() {
     let wide = joined((0..2_000).map(|i| format!("c{i} int")), ",");
     ok(&["create", &t.uri, "--schema", &wide]);
     ok(&["alter", &t.uri, "add-column", "extra varchar"]);
-    assert_eq!(ok(&["schema", &t.uri]).lines().filter(|l| !l.trim().is_empty()).count(), 2_001);
+    assert_eq!(ok(&["schema", &t.uri]).lines().filter(|l| !l.trim().is_empty() && !l.starts_with("property ")).count(), 2_001);
     let (code, _, stderr) = run(&["alter", &t.uri, "add-column", &format!("{} int", "m".repeat(300))]);
     assert_eq!(code, 2, "{stderr}");
 }

@@ -16,6 +16,7 @@ mod first_hour;
 mod format;
 mod histories;
 mod hostile;
+mod jobs;
 mod lost_responses;
 mod matrix;
 mod merge;

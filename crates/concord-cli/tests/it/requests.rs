@@ -36,6 +36,7 @@ async fn grow_to(f: &Fixture, target: u64) {
             rerun: false,
             rows_deleted: 0,
             idempotency_key: None,
+            job_idempotency_key: None,
         }];
         coordinator.create_version(v, Bytes::from(serde_json::to_vec(&manifest).unwrap())).await.unwrap();
     }

@@ -204,26 +204,6 @@ fn a_job_commit_with_an_incompatible_member_commits_nothing() {
     assert_eq!(t.count(), 1);
 }
 
-/// Members that cannot share a version without a re-run (a delete after an append of
-/// rows it may match) make a job commit fail with exit 3 and commit nothing; in the
-/// other order they share one.
-#[test]
-fn a_job_member_that_would_re_run_on_another_is_refused() {
-    let t = TempTable::create();
-    ok(&["append", &t.uri, &t.file("a.csv", &csv_rows(0, 4))]);
-    let append = staged_id(&["append", &t.uri, &t.file("b.csv", &csv_rows(10, 4)), "--stage"]);
-    let delete = staged_id(&["delete", &t.uri, "--where", "id % 2 = 0", "--stage"]);
-    let before = snapshot(&t);
-    let err = fails(&["commit", &t.uri, &append, &delete, "--together"], 3);
-    assert_mentions(&err, &[&delete, &append, "one after the other"]);
-    assert_eq!(snapshot(&t), before);
-    ok(&["commit", &t.uri, &delete, &append, "--together"]);
-    assert_eq!(ok(&["count", &t.uri]).trim(), "6", "the delete, then the append (its rows kept)");
-    let history: serde_json::Value = serde_json::from_str(&ok(&["history", &t.uri, "--format", "json"])).unwrap();
-    assert_eq!(history[2]["operation"], "mixed");
-    assert_eq!(history[2]["transactions"].as_array().unwrap().len(), 2);
-}
-
 /// `--together` checks its arguments: a staged id given twice is refused.
 #[test]
 fn commit_together_refuses_a_repeated_id() {

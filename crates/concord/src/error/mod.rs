@@ -3,15 +3,17 @@
 //! own hints). Every enum and error struct is `#[non_exhaustive]`: new cases may come,
 //! so a `match` needs a catch-all arm.
 
+mod kind;
 mod read;
 mod storage;
 mod write;
 
+pub use kind::ErrorKind;
 #[cfg(test)]
 pub(crate) use read::abbreviate;
 pub use read::{OpenError, PredicateError, ScanError, Unavailable};
 pub use storage::{CorruptObject, DynamoDbError, OversizedObject, StorageCause, StorageError, UriError};
-pub use write::{AlterError, CommitError, CreateError, DefaultProblem, IncompatibleReason, InputError, WriteError};
+pub use write::{AlterError, CommitError, CreateError, DefaultProblem, IncompatibleReason, InputError, StagedCommitError, WriteError};
 
 /// `e`'s message followed by each of its sources' that it does not already contain,
 /// joined by ": ", e.g. a storage failure with the store's own error under it. The CLI

@@ -16,6 +16,18 @@ pub enum CreateError {
         /// The URI as given.
         uri: String,
     },
+    /// The location holds objects that are not a table's: creating one there would mix
+    /// them in (a local folder, or an object-store prefix).
+    #[error("'{uri}' is not empty and holds no table (found '{found}'); create the table in an empty or new location")]
+    NotEmpty {
+        /// The URI as given.
+        uri: String,
+        /// One of the objects there.
+        found: String,
+    },
+    /// A table property that is not known or not valid.
+    #[error(transparent)]
+    Property(#[from] AlterError),
     /// The create's outcome could not be read back.
     #[error("could not tell whether the table was created ({cause}); read its history to find out, then retry")]
     StateUnknown {
@@ -182,13 +194,16 @@ pub enum CommitError {
         #[source]
         source: Box<CommitError>,
     },
-    /// In a job commit, this transaction cannot follow another member in one version:
-    /// it would have to re-run on that member's rows (a delete after an append of
-    /// rows it may match, two merges of the same keys...).
-    #[error("it cannot share a version with staged transaction {with}, whose rows it would have to re-run on; commit the two one after the other")]
-    CannotShareVersion {
-        /// The member it cannot follow.
-        with: Uuid,
+    /// In a job commit, this transaction cannot follow an earlier member: both carry
+    /// one idempotency key (`reason` None), or no serial order of the two exists (the
+    /// earlier one removes a column this one uses...). Nothing concurrent is involved:
+    /// the job itself is contradictory.
+    #[error("it cannot follow staged transaction {earlier} in one job: {}; commit the two separately, or stage them again", reason.as_ref().map_or_else(|| "both carry the same idempotency key".to_string(), |r| format!("that one {r}")))]
+    MembersIncompatible {
+        /// The earlier member.
+        earlier: Uuid,
+        /// Why not, if not because of a shared key.
+        reason: Option<IncompatibleReason>,
     },
     /// The table changed under the commit.
     #[error(transparent)]
@@ -248,6 +263,14 @@ pub enum InputError {
         /// The input.
         file: String,
         /// The column.
+        column: String,
+    },
+    /// A merge source without one of its key columns.
+    #[error("'{file}': the merge key column '{column}' is not in the source; every key column must be")]
+    MissingKey {
+        /// The input.
+        file: String,
+        /// The key column.
         column: String,
     },
     /// A merge would insert a row lacking a required column.
@@ -435,12 +458,6 @@ pub enum AlterError {
         #[source]
         problem: DefaultProblem,
     },
-    /// The name is not usable unquoted in SQL.
-    #[error("'{name}' is not a valid column name; use letters, digits and '_', not starting with a digit")]
-    BadName {
-        /// The name.
-        name: String,
-    },
     /// A property the table does not know.
     #[error("unknown table property '{key}'; known properties: {known}")]
     UnknownProperty {
@@ -481,6 +498,37 @@ pub enum AlterError {
     },
 }
 
+/// Staged transactions that cannot be committed as asked (see `Table::commit_staged`).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StagedCommitError {
+    /// No transaction given.
+    #[error("no staged transaction given; give at least one staged id")]
+    NoTransactions,
+    /// One transaction given twice.
+    #[error("staged transaction {id} is given twice")]
+    GivenTwice {
+        /// The transaction.
+        id: Uuid,
+    },
+    /// An option that applies to one commit, given for several separate commits.
+    #[error("the {option} applies to one commit, and these transactions would commit one after another: give one staged id, or commit them together as one version")]
+    OneCommitOnly {
+        /// `idempotency key` or `expected version`.
+        option: &'static str,
+    },
+    /// Two members of one job (or a member and the job) with one idempotency key.
+    #[error("idempotency key '{key}' is given to {} and to {second}; in one job each key belongs to one transaction, or to the job", first.map_or_else(|| "the job".to_string(), |id| format!("staged transaction {id}")))]
+    KeyTwice {
+        /// The key.
+        key: String,
+        /// The first member carrying it (`None`: the job itself).
+        first: Option<Uuid>,
+        /// The other member.
+        second: Uuid,
+    },
+}
+
 /// A write operation (append, overwrite, restore, ...) failed. Nothing was committed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -503,6 +551,9 @@ pub enum WriteError {
         /// The id given.
         id: String,
     },
+    /// Staged transactions that cannot be committed as asked.
+    #[error(transparent)]
+    StagedCommit(#[from] StagedCommitError),
     /// A commit option that contradicts the one the transaction was staged with.
     #[error("the transaction was staged with {option} {staged}, but its commit was given {option} {given}; give the commit the staged value or none, or stage the transaction again")]
     ContradictsStaged {

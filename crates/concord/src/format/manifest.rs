@@ -415,6 +415,10 @@ pub struct TransactionRecord {
     pub rows_deleted: u64,
     /// The caller's idempotency key, if any.
     pub idempotency_key: Option<String>,
+    /// The idempotency key of the job commit it was part of (every member of the job
+    /// carries it), if the job was given one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_idempotency_key: Option<String>,
 }
 
 /// The root manifest of one version: `_versions/<inverted version>.json`.

@@ -207,6 +207,20 @@ pub enum SchemaParseError {
         /// [`MAX_COLUMN_NAME_BYTES`].
         limit: usize,
     },
+    /// A name that breaks the naming rule (see [`check_column_name`]).
+    #[error("{name:?} is not a valid column name: {why}")]
+    BadName {
+        /// The name.
+        name: String,
+        /// The rule it breaks.
+        why: &'static str,
+    },
+    /// A double-quoted name without its closing quote.
+    #[error("'{definition}': the column name's double quote is not closed")]
+    UnclosedQuote {
+        /// The definition as given.
+        definition: String,
+    },
 }
 
 /// A column name that picks out no column, or several.
@@ -250,42 +264,128 @@ pub struct ColumnSpec {
 }
 
 impl ColumnSpec {
-    /// Parses `name type [not null] [default <SQL expression>]`.
+    /// Parses `name type [not null] [default <SQL expression>]`. The name may be
+    /// written in double quotes (`"Customer ID" bigint`; `""` is a quote inside it),
+    /// and must then be one: any name that follows [`check_column_name`].
     pub fn parse(definition: &str) -> Result<ColumnSpec, SchemaParseError> {
         let bad = || SchemaParseError::BadDefinition { definition: definition.trim().to_string() };
-        let (head, default_sql) = match find_word(definition, "default") {
+        let (name, rest) = split_name(definition.trim_start())
+            .ok_or_else(|| SchemaParseError::UnclosedQuote { definition: definition.trim().to_string() })?;
+        let (head, default_sql) = match find_word(rest, "default") {
             Some(at) => {
-                let expr = definition[at + "default".len()..].trim();
+                let expr = rest[at + "default".len()..].trim();
                 if expr.is_empty() {
                     return Err(bad());
                 }
-                (&definition[..at], Some(expr.to_string()))
+                (&rest[..at], Some(expr.to_string()))
             }
-            None => (definition, None),
+            None => (rest, None),
         };
-        let words: Vec<&str> = head.split_whitespace().collect();
-        let (name, rest) = match words.split_first() {
-            Some((name, rest)) if !rest.is_empty() => (*name, rest),
-            _ => return Err(bad()),
-        };
+        let rest: Vec<&str> = head.split_whitespace().collect();
+        if name.is_empty() && rest.is_empty() {
+            return Err(bad());
+        }
         let lower: Vec<String> = rest.iter().map(|w| w.to_ascii_lowercase()).collect();
         let (type_words, nullable) = if lower.len() >= 2 && lower[lower.len() - 2..] == ["not", "null"] {
             (&rest[..rest.len() - 2], false)
         } else if lower.last().map(String::as_str) == Some("null") {
             (&rest[..rest.len() - 1], true)
         } else {
-            (rest, true)
+            (&rest[..], true)
         };
         if type_words.is_empty() {
             return Err(bad());
         }
         let column_type: ColumnType = type_words.join(" ").parse()?;
-        let name = name.trim_matches('"');
-        if name.len() > MAX_COLUMN_NAME_BYTES {
-            return Err(SchemaParseError::NameTooLong { bytes: name.len(), limit: MAX_COLUMN_NAME_BYTES });
-        }
-        Ok(ColumnSpec { name: name.to_string(), column_type, nullable, default_sql })
+        check_column_name(&name)?;
+        Ok(ColumnSpec { name, column_type, nullable, default_sql })
     }
+}
+
+/// The one naming rule for columns (create, add and rename alike): any text of 1 to
+/// [`MAX_COLUMN_NAME_BYTES`] bytes without control characters or surrounding
+/// whitespace. Names that are not plain SQL identifiers (spaces, other characters,
+/// dots, keywords) are written in double quotes in schemas and expressions.
+pub fn check_column_name(name: &str) -> Result<(), SchemaParseError> {
+    let bad = |why| Err(SchemaParseError::BadName { name: name.to_string(), why });
+    if name.is_empty() {
+        return bad("a name has at least one character");
+    }
+    if name.len() > MAX_COLUMN_NAME_BYTES {
+        return Err(SchemaParseError::NameTooLong { bytes: name.len(), limit: MAX_COLUMN_NAME_BYTES });
+    }
+    if name.chars().any(char::is_control) {
+        return bad("control characters (line breaks, tabs, ...) are not allowed");
+    }
+    if name.trim() != name {
+        return bad("a name does not start or end with whitespace");
+    }
+    Ok(())
+}
+
+/// A column name as written in a schema: as it is if it is a plain identifier (ASCII
+/// letters, digits and `_`, not starting with a digit), else in double quotes.
+pub fn quote_column_name(name: &str) -> String {
+    let mut chars = name.chars();
+    let plain =
+        matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if plain {
+        name.to_string()
+    } else {
+        format!("\"{}\"", name.replace('"', "\"\""))
+    }
+}
+
+/// A user's column reference (`--columns`, `--on`, `--set`, `alter`): a name in double
+/// quotes is taken exactly (with `""` for a quote), else as written.
+pub(crate) fn unquote(reference: &str) -> Option<&str> {
+    reference.strip_prefix('"').and_then(|n| n.strip_suffix('"')).filter(|_| reference.len() >= 2)
+}
+
+/// The leading column name of `text` (double-quoted, or up to the first whitespace)
+/// and the rest. `None`: an unclosed quote.
+fn split_name(text: &str) -> Option<(String, &str)> {
+    let Some(quoted) = text.strip_prefix('"') else {
+        let end = text.find(char::is_whitespace).unwrap_or(text.len());
+        return Some((text[..end].to_string(), &text[end..]));
+    };
+    let mut name = String::new();
+    let mut chars = quoted.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if c == '"' {
+            if matches!(chars.peek(), Some((_, '"'))) {
+                chars.next();
+                name.push('"');
+                continue;
+            }
+            return Some((name, &quoted[i + 1..]));
+        }
+        name.push(c);
+    }
+    None
+}
+
+/// `definition` split at its top-level commas: not inside double or single quotes,
+/// parentheses or angle brackets (`decimal(10, 2)`, `map<varchar, int>`).
+fn split_columns(definition: &str) -> Vec<&str> {
+    let (mut parts, mut start, mut depth) = (Vec::new(), 0, 0i32);
+    let mut quote: Option<char> = None;
+    for (i, c) in definition.char_indices() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '(' | '<') => depth += 1,
+            (None, ')' | '>') => depth -= 1,
+            (None, ',') if depth <= 0 => {
+                parts.push(&definition[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&definition[start..]);
+    parts
 }
 
 /// Byte offset of `word` as a whole whitespace-separated word, case-insensitively.
@@ -309,13 +409,13 @@ impl Schema {
     /// Parses `"id bigint not null, name varchar"`; field ids are assigned in order from 0.
     /// Defaults are given when adding a column (`alter ... add-column`), not here.
     pub fn parse(definition: &str) -> Result<Schema, SchemaParseError> {
-        let count = definition.split(',').filter(|p| !p.trim().is_empty()).count();
-        if count > MAX_COLUMNS {
-            return Err(SchemaParseError::TooManyColumns { count, limit: MAX_COLUMNS });
+        let parts: Vec<&str> = split_columns(definition).into_iter().map(str::trim).filter(|p| !p.is_empty()).collect();
+        if parts.len() > MAX_COLUMNS {
+            return Err(SchemaParseError::TooManyColumns { count: parts.len(), limit: MAX_COLUMNS });
         }
         let mut fields: Vec<Field> = Vec::new();
         let mut names = std::collections::HashSet::new();
-        for (idx, part) in definition.split(',').map(str::trim).filter(|p| !p.is_empty()).enumerate() {
+        for (idx, part) in parts.into_iter().enumerate() {
             let spec = ColumnSpec::parse(part)?;
             if spec.default_sql.is_some() {
                 return Err(SchemaParseError::DefaultAtCreate { definition: part.to_string() });
@@ -342,8 +442,8 @@ impl Schema {
     /// case. A name in double quotes (`"Id"`) matches exactly only.
     pub fn resolve(&self, name: &str) -> Result<&Field, ColumnNameError> {
         let unknown = || ColumnNameError::Unknown { name: name.to_string(), known: self.names().join(", ") };
-        if let Some(quoted) = name.strip_prefix('"').and_then(|n| n.strip_suffix('"')).filter(|_| name.len() >= 2) {
-            return self.field(quoted).ok_or_else(unknown);
+        if let Some(quoted) = unquote(name) {
+            return self.field(&quoted.replace("\"\"", "\"")).ok_or_else(unknown);
         }
         if let Some(exact) = self.field(name) {
             return Ok(exact);
@@ -392,14 +492,18 @@ impl Schema {
 
     /// Human-readable definition, parseable by [`Schema::parse`].
     pub fn definition(&self) -> String {
+        self.definition_columns().join(", ")
+    }
+
+    /// Each column's definition, as [`ColumnSpec::parse`] reads it.
+    pub fn definition_columns(&self) -> Vec<String> {
         self.fields
             .iter()
             .map(|f| {
                 let default = f.default.as_ref().map_or(String::new(), |d| format!(" default {}", sql_literal(d)));
-                format!("{} {}{}{default}", f.name, f.column_type, if f.nullable { "" } else { " not null" })
+                format!("{} {}{}{default}", quote_column_name(&f.name), f.column_type, if f.nullable { "" } else { " not null" })
             })
-            .collect::<Vec<_>>()
-            .join(", ")
+            .collect()
     }
 }
 

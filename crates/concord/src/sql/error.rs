@@ -38,6 +38,15 @@ pub enum SqlError {
     /// value). Shared: DataFusion may hand one failure to several consumers.
     #[error(transparent)]
     Scan(Arc<ScanError>),
+    /// An unquoted column name that matches, ignoring case, columns of several names
+    /// (in the tables of the query) and none exactly.
+    #[error("column name '{column}' matches {} columns that differ only in case ({}); write the one you mean in double quotes with its exact case, e.g. \"{}\"", candidates.len(), candidates.join(", "), candidates[0])]
+    AmbiguousColumn {
+        /// The name as written.
+        column: String,
+        /// The columns it matches.
+        candidates: Vec<String>,
+    },
     /// A name is registered twice in one session (names are matched ignoring case).
     #[error("a table named '{name}' is already registered; give each table its own name")]
     DuplicateName {

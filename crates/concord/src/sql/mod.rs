@@ -4,6 +4,7 @@
 
 mod error;
 mod exec;
+mod names;
 mod provider;
 mod stats;
 
@@ -11,17 +12,20 @@ use std::sync::Arc;
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
+use chrono::{DateTime, Utc};
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::TableReference;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::sql::parser::Statement as DFStatement;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 
 pub use error::SqlError;
 pub use provider::SqlTableProvider;
 
+use crate::format::schema::Schema;
 use crate::table::Table;
 
 /// Longest table name accepted.
@@ -53,6 +57,9 @@ const MAX_NAME_BYTES: usize = 128;
 /// ```
 pub struct SqlSession {
     context: SessionContext,
+    /// The registered tables' names (lower case) and schemas: column names in queries
+    /// resolve against them by the one rule of every command.
+    tables: std::sync::Mutex<Vec<(String, Schema)>>,
 }
 
 impl Default for SqlSession {
@@ -69,7 +76,7 @@ impl SqlSession {
 
     /// A session with DataFusion settings of the caller's.
     pub fn with_config(config: SessionConfig) -> Self {
-        SqlSession { context: SessionContext::new_with_config(config) }
+        SqlSession { context: SessionContext::new_with_config(config), tables: Default::default() }
     }
 
     /// The DataFusion context, e.g. to register other tables or functions.
@@ -92,18 +99,67 @@ impl SqlSession {
             return Err(SqlError::DuplicateName { name: name.to_string() });
         }
         self.context.register_table(key, Arc::new(SqlTableProvider::new(table.clone())))?;
+        self.tables.lock().unwrap_or_else(|e| e.into_inner()).push((name.to_ascii_lowercase(), table.schema().clone()));
         Ok(())
+    }
+
+    /// Registers `table` as `name` as it was at `as_of` (its newest version committed
+    /// then): time travel for every table of a query at once.
+    pub async fn register_as_of(&self, name: &str, table: &Table, as_of: DateTime<Utc>) -> Result<(), SqlError> {
+        let then = table.checkout_as_of(as_of).await.map_err(|e| SqlError::Scan(Arc::new(e.into())))?;
+        self.register(name, &then)
     }
 
     /// Plans `sql` (one read-only statement) and starts running it. Statements that
     /// would write or change the session are refused before anything runs.
     pub async fn query(&self, sql: &str) -> Result<SqlStream, SqlError> {
         crate::io::predicate::check_query_size(sql).map_err(SqlError::TooLarge)?;
-        let plan = self.context.state().create_logical_plan(sql).await?;
+        let state = self.context.state();
+        let dialect = state.config().options().sql_parser.dialect;
+        let mut statement = state.sql_to_statement(sql, &dialect)?;
+        only_queries(&statement)?;
+        if let DFStatement::Statement(inner) = &mut statement {
+            let tables = self.tables.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            names::resolve_columns(inner, &tables)?;
+        }
+        let plan = state.statement_to_plan(statement).await?;
         refuse_changes(&plan)?;
         let frame = self.context.execute_logical_plan(plan).await?;
         let stream = frame.execute_stream().await?;
         Ok(SqlStream { schema: stream.schema(), stream })
+    }
+}
+
+/// Refuses, before planning, a statement that is not a query (planning an INSERT on a
+/// read-only table would fail with the planner's message instead of this one).
+fn only_queries(statement: &DFStatement) -> Result<(), SqlError> {
+    use datafusion::sql::sqlparser::ast::Statement as S;
+    let (kind, name) = match statement {
+        DFStatement::Statement(inner) => match inner.as_ref() {
+            S::Query(_) | S::Explain { .. } | S::ExplainTable { .. } => return Ok(()),
+            S::Insert(_) | S::Update { .. } | S::Delete(_) | S::Merge { .. } | S::Truncate { .. } | S::Copy { .. } => {
+                ("a data modification", statement_name(inner))
+            }
+            S::CreateTable(_) | S::CreateView { .. } | S::CreateSchema { .. } | S::Drop { .. } | S::AlterTable { .. } => {
+                ("a data definition", statement_name(inner))
+            }
+            other => ("a session statement", statement_name(other)),
+        },
+        DFStatement::Explain(_) => return Ok(()),
+        DFStatement::CopyTo(_) => ("a data modification", "COPY".to_string()),
+        other => ("a data definition", other.to_string().split_whitespace().take(2).collect::<Vec<_>>().join(" ")),
+    };
+    Err(SqlError::NotAQuery { kind, name })
+}
+
+/// A statement's leading keywords (`INSERT INTO`, `CREATE TABLE`, ...), for messages.
+fn statement_name(statement: &datafusion::sql::sqlparser::ast::Statement) -> String {
+    let text = statement.to_string();
+    let words: Vec<&str> = text.split_whitespace().take_while(|w| w.chars().all(|c| c.is_ascii_uppercase())).take(3).collect();
+    if words.is_empty() {
+        text.split_whitespace().next().unwrap_or_default().to_string()
+    } else {
+        words.join(" ")
     }
 }
 

@@ -79,9 +79,10 @@ impl TableStore {
         }
     }
 
-    /// The version (up to `latest`) whose transaction carries idempotency `key`, if any.
-    /// Reads each version once per store handle (`KEY_INDEX_READS` at a time): later
-    /// calls read only newer versions. A first call costs one read per retained version.
+    /// The version (up to `latest`) whose transactions carry idempotency `key`, as a
+    /// transaction's own key or as their job's, if any. Reads each version once per
+    /// store handle (`KEY_INDEX_READS` at a time): later calls read only newer versions.
+    /// A first call costs one read per retained version.
     pub(crate) async fn version_with_key(&self, key: &str, latest: u64) -> Result<Option<u64>, OpenError> {
         use futures::{StreamExt, TryStreamExt};
         let mut index = self.key_index.lock().await;
@@ -91,8 +92,9 @@ impl TableStore {
             .buffered(KEY_INDEX_READS);
         while let Some((v, manifest)) = reads.try_next().await? {
             // None: removed by vacuum (older versions), nothing to index.
-            for k in manifest.iter().flat_map(|m| m.transactions.iter()).filter_map(|t| t.idempotency_key.clone()) {
-                index.1.entry(k).or_insert(v);
+            let records = manifest.iter().flat_map(|m| m.transactions.iter());
+            for k in records.flat_map(|t| [&t.idempotency_key, &t.job_idempotency_key]).flatten() {
+                index.1.entry(k.clone()).or_insert(v);
             }
             index.0 = Some(v);
         }

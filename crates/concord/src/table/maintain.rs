@@ -14,7 +14,7 @@ use crate::format::schema::{ColumnSpec, Field, Schema, SchemaParseError, MAX_COL
 use crate::io::cast::{self, CastFailure};
 use crate::io::predicate;
 use crate::io::writer::MAX_ROWS_PER_FILE;
-use crate::txn::{alter, compact, CommitInfo, CommitOptions, PreparedTransaction};
+use crate::txn::{compact, CommitInfo, CommitOptions, PreparedTransaction};
 
 /// Compaction's default `target_rows`: one full data file.
 pub const DEFAULT_COMPACT_TARGET_ROWS: u64 = MAX_ROWS_PER_FILE as u64;
@@ -66,9 +66,6 @@ impl Table {
     pub async fn prepare_add_column(&self, definition: &str) -> Result<PreparedTransaction, WriteError> {
         let base = self.write_base().await?;
         let spec = ColumnSpec::parse(definition).map_err(AlterError::from)?;
-        if !alter::valid_column_name(&spec.name) {
-            return Err(AlterError::BadName { name: spec.name }.into());
-        }
         if base.schema().field(&spec.name).is_some() {
             return Err(AlterError::ColumnExists { name: spec.name }.into());
         }
@@ -102,16 +99,16 @@ impl Table {
     pub async fn prepare_rename_column(&self, from: &str, to: &str) -> Result<PreparedTransaction, WriteError> {
         let base = self.write_base().await?;
         let field = base.existing_column(from)?;
-        if !alter::valid_column_name(to) {
-            return Err(AlterError::BadName { name: to.to_string() }.into());
+        // The new name as written, or in double quotes (`"Customer ID"`).
+        let to = match crate::format::schema::unquote(to.trim()) {
+            Some(quoted) => quoted.replace("\"\"", "\""),
+            None => to.trim().to_string(),
+        };
+        crate::format::schema::check_column_name(&to).map_err(AlterError::from)?;
+        if base.schema().field(&to).is_some() {
+            return Err(AlterError::ColumnExists { name: to }.into());
         }
-        if base.schema().field(to).is_some() {
-            return Err(AlterError::ColumnExists { name: to.to_string() }.into());
-        }
-        Ok(base.transaction(
-            Operation::RenameColumn { field_id: field.id, from: field.name.clone(), to: to.to_string() },
-            base.env.clock.now(),
-        ))
+        Ok(base.transaction(Operation::RenameColumn { field_id: field.id, from: field.name.clone(), to }, base.env.clock.now()))
     }
 
     /// Prepares [`Table::set_properties`].
@@ -121,20 +118,7 @@ impl Table {
         unset: &[String],
     ) -> Result<PreparedTransaction, WriteError> {
         let base = self.write_base().await?;
-        for key in set.keys().chain(unset) {
-            if !KNOWN_PROPERTIES.iter().any(|(k, _)| k == key) {
-                let known = KNOWN_PROPERTIES.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", ");
-                return Err(AlterError::UnknownProperty { key: key.clone(), known }.into());
-            }
-        }
-        if let Some(value) = set.get(PROPERTY_ISOLATION) {
-            if IsolationLevel::parse(value).is_none() {
-                let expected = KNOWN_PROPERTIES[0].1.to_string();
-                return Err(AlterError::BadPropertyValue { key: PROPERTY_ISOLATION.into(), value: value.clone(), expected }.into());
-            }
-        }
-        let set =
-            set.iter().map(|(k, v)| (k.clone(), if k == PROPERTY_ISOLATION { v.trim().to_ascii_lowercase() } else { v.clone() })).collect();
+        let set = checked_properties(set, unset)?;
         Ok(base.transaction(Operation::SetProperties { set, unset: unset.to_vec() }, base.env.clock.now()))
     }
 
@@ -161,6 +145,23 @@ impl Table {
     fn existing_column(&self, name: &str) -> Result<&Field, AlterError> {
         Ok(self.schema().resolve(name)?)
     }
+}
+
+/// `set` checked (known properties, valid values) and normalised; `unset` checked.
+pub(crate) fn checked_properties(set: &BTreeMap<String, String>, unset: &[String]) -> Result<BTreeMap<String, String>, AlterError> {
+    for key in set.keys().chain(unset) {
+        if !KNOWN_PROPERTIES.iter().any(|(k, _)| k == key) {
+            let known = KNOWN_PROPERTIES.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", ");
+            return Err(AlterError::UnknownProperty { key: key.clone(), known });
+        }
+    }
+    if let Some(value) = set.get(PROPERTY_ISOLATION) {
+        if IsolationLevel::parse(value).is_none() {
+            let expected = KNOWN_PROPERTIES[0].1.to_string();
+            return Err(AlterError::BadPropertyValue { key: PROPERTY_ISOLATION.into(), value: value.clone(), expected });
+        }
+    }
+    Ok(set.iter().map(|(k, v)| (k.clone(), if k == PROPERTY_ISOLATION { v.trim().to_ascii_lowercase() } else { v.clone() })).collect())
 }
 
 /// Evaluates a default's SQL expression (which may not read columns; `now()` is `now`)

@@ -40,10 +40,26 @@ pub struct Table {
 impl Table {
     /// Creates an empty table (version 0) with `schema`.
     pub async fn create(location: TableLocation, env: Env, schema: Schema) -> Result<Table, CreateError> {
+        Table::create_with_properties(location, env, schema, &BTreeMap::new()).await
+    }
+
+    /// Creates an empty table (version 0) with `schema` and table `properties` (as
+    /// `set_properties` takes them; the rest have their defaults).
+    pub async fn create_with_properties(
+        location: TableLocation,
+        env: Env,
+        schema: Schema,
+        properties: &BTreeMap<String, String>,
+    ) -> Result<Table, CreateError> {
+        let mut all = BTreeMap::from([(PROPERTY_ISOLATION.to_string(), IsolationLevel::Serializable.as_str().to_string())]);
+        all.extend(maintain::checked_properties(properties, &[])?);
         let store = Arc::new(TableStore::new(location));
         let coordinator = &store.location.coordinator;
         if coordinator.latest_version(None).await?.is_some() {
             return Err(CreateError::AlreadyExists { uri: store.location.uri.clone() });
+        }
+        if let Some(found) = first_object(&store).await? {
+            return Err(CreateError::NotEmpty { uri: store.location.uri.clone(), found });
         }
         let manifest = Manifest {
             format_version: FORMAT_VERSION,
@@ -59,11 +75,12 @@ impl Table {
                 rerun: false,
                 rows_deleted: 0,
                 idempotency_key: None,
+                job_idempotency_key: None,
             }],
             schema,
             segments: Vec::new(),
             next_fragment_id: 0,
-            properties: BTreeMap::from([(PROPERTY_ISOLATION.to_string(), IsolationLevel::Serializable.as_str().to_string())]),
+            properties: all,
         };
         if crate::txn::settle::create_table(&store, &manifest).await? {
             let manifest = store.remember(manifest);
@@ -227,6 +244,20 @@ async fn latest_manifest(store: &TableStore, env: &Env, known: Option<u64>) -> R
     let manifest = store.read_manifest(latest).await?.ok_or_else(not_found)?;
     store.saw_newest(&manifest, env.clock.monotonic());
     Ok(manifest)
+}
+
+/// One object under the table's location, if there is any (one LIST request).
+async fn first_object(store: &TableStore) -> Result<Option<String>, crate::error::StorageError> {
+    use futures::StreamExt;
+    let location = &store.location;
+    let mut listing = location.store.list(Some(&location.root));
+    match listing.next().await {
+        None => Ok(None),
+        Some(Ok(meta)) => Ok(Some(location.display(&meta.location))),
+        // A local folder that does not exist yet is empty.
+        Some(Err(object_store::Error::NotFound { .. })) => Ok(None),
+        Some(Err(e)) => Err(crate::error::StorageError::new("listing", location.display(&location.root), e)),
+    }
 }
 
 /// A local path that is a file: no table can be there (a table is a folder).

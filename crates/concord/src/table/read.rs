@@ -103,6 +103,8 @@ pub struct TransactionInfo {
     pub read_version: Option<u64>,
     /// Its idempotency key, if any.
     pub idempotency_key: Option<String>,
+    /// The idempotency key of the job commit it was part of, if any.
+    pub job_idempotency_key: Option<String>,
     /// Rows it added.
     pub rows_written: u64,
     /// Rows it removed.
@@ -124,6 +126,7 @@ impl VersionInfo {
                 operation: t.operation.name().to_string(),
                 read_version: t.read_version,
                 idempotency_key: t.idempotency_key.clone(),
+                job_idempotency_key: t.job_idempotency_key.clone(),
                 rows_written: t.operation.rows_written(),
                 rows_deleted: t.rows_deleted,
                 attempts: t.attempts,
@@ -243,8 +246,15 @@ impl Table {
 
     /// Every retained version up to this one, oldest first. Costs one read per version.
     pub async fn history(&self) -> Result<Vec<VersionInfo>, OpenError> {
+        self.history_newest(usize::MAX).await
+    }
+
+    /// The newest `limit` retained versions up to this one, oldest first. Costs one
+    /// listing and one read per version returned.
+    pub async fn history_newest(&self, limit: usize) -> Result<Vec<VersionInfo>, OpenError> {
         let versions = self.store.location.coordinator.list_versions().await?;
-        let wanted: Vec<u64> = versions.into_iter().filter(|v| *v <= self.version()).collect();
+        let mut wanted: Vec<u64> = versions.into_iter().filter(|v| *v <= self.version()).collect();
+        wanted.drain(..wanted.len().saturating_sub(limit));
         let store = self.store.clone();
         let manifests: Vec<Option<Arc<Manifest>>> = futures::stream::iter(wanted)
             .map(|v| {

@@ -11,13 +11,13 @@ use futures::StreamExt;
 
 use super::input::{self, Input};
 use super::Table;
-use crate::error::{CommitError, InputError, OpenError, StorageError, WriteError};
+use crate::error::{CommitError, InputError, OpenError, StagedCommitError, StorageError, WriteError};
 use crate::format::manifest::{Assignment, NewFragment, Operation};
 use crate::format::naming;
 use crate::io::ingest::{self, Required};
 use crate::io::predicate;
 use crate::io::writer::FragmentWriter;
-use crate::txn::{commit, delete, merge, update, CommitInfo, CommitOptions, PreparedTransaction, StagedOptions};
+use crate::txn::{commit, delete, keys, merge, update, CommitInfo, CommitOptions, PreparedTransaction, StagedOptions};
 
 // Every prepare starts from the latest version at the time of the call: a long-lived
 // handle then has no backlog of winners to judge at commit.
@@ -209,29 +209,55 @@ impl Table {
     /// its files stay, so a staged transaction can be committed again later.
     pub async fn commit(&self, txn: &PreparedTransaction, options: &CommitOptions) -> Result<CommitInfo, WriteError> {
         let options = txn.staged.apply_to(options)?;
-        if let Some(done) = self.already_committed(&options, txn.operation.name()).await? {
-            return Ok(done);
-        }
         Ok(self.queue.commit(&self.store, &self.env, txn, &options, self.group_commit).await?)
     }
 
-    /// Commits staged (or prepared) transactions as one version, all or none (a job
-    /// commit: the output of a distributed job appears at once). Each is judged against
-    /// what landed since its own read version; if one is incompatible with a winner, or
-    /// cannot follow another member in one version without a re-run, nothing commits
-    /// and the error (`CommitError::JobMember`) names that member. The options each was
-    /// staged with hold, except that an expected version applies to the whole job.
-    pub async fn commit_together(&self, txns: &[PreparedTransaction], options: &CommitOptions) -> Result<Vec<CommitInfo>, WriteError> {
-        let options: Vec<CommitOptions> = txns.iter().map(|t| t.staged.apply_to(options)).collect::<Result<_, _>>()?;
+    /// Commits staged (or prepared) transactions, in the order given: one after
+    /// another, or with `together`, as one version, all or none (a job commit: the
+    /// output of a distributed job appears at once). In a job, each member is judged
+    /// against what landed since its own read version, and applied as if committed
+    /// right after the members before it (re-run on what they changed where its rule
+    /// needs it); if one cannot commit, nothing does and the error
+    /// (`CommitError::JobMember`) names it. The options each was staged with hold,
+    /// except that an expected version, and an idempotency key given here, are the
+    /// whole job's: a retry of the job under that key (with the same staged ids or
+    /// others) commits nothing and reports the job's outcomes. Returns one outcome per
+    /// transaction committed (for a replayed job, the job's).
+    pub async fn commit_staged(
+        &self,
+        txns: &[PreparedTransaction],
+        together: bool,
+        options: &CommitOptions,
+    ) -> Result<Vec<CommitInfo>, WriteError> {
+        check_staged_commit(txns, together, options)?;
+        if !together || txns.len() == 1 {
+            let mut infos = Vec::with_capacity(txns.len());
+            for txn in txns {
+                infos.push(self.commit(txn, options).await?);
+            }
+            return Ok(infos);
+        }
+        let job_key = options.idempotency_key.as_deref();
+        let member_options = CommitOptions { idempotency_key: None, ..options.clone() };
+        let options: Vec<CommitOptions> = txns.iter().map(|t| t.staged.apply_to(&member_options)).collect::<Result<_, _>>()?;
         let entries: Vec<(&PreparedTransaction, &CommitOptions)> = txns.iter().zip(&options).collect();
-        let outcomes = commit::commit_batch(&self.store, &self.env, &entries, commit::Sharing::Together).await?;
-        Ok(outcomes
-            .into_iter()
-            .map(|o| match o {
-                commit::Outcome::Committed(info) => info,
+        let outcomes = commit::commit_batch(&self.store, &self.env, &entries, commit::Sharing::Together { job_key }).await?;
+        let mut infos = Vec::with_capacity(outcomes.len());
+        for outcome in outcomes {
+            match outcome {
+                commit::Outcome::Committed(info) => infos.push(info),
+                commit::Outcome::JobDone(version) => {
+                    let key = job_key.expect("only a job with a key is found done");
+                    let manifest = self.store.read_manifest(version).await?.ok_or(CommitError::HistoryRemoved { version })?;
+                    return match keys::in_version(&manifest, key, keys::Retry::Job)? {
+                        Some(keys::Found::Job(infos)) => Ok(infos),
+                        _ => unreachable!("version {version} carries the job's key"),
+                    };
+                }
                 commit::Outcome::Failed(_) | commit::Outcome::Deferred => unreachable!("a job commits all or fails"),
-            })
-            .collect())
+            }
+        }
+        Ok(infos)
     }
 
     /// Records a prepared transaction in the table (`_transactions/<id>.json`) without
@@ -292,17 +318,23 @@ impl Table {
         Ok(crate::decode::transaction(&shown, &bytes)?)
     }
 
-    /// Prepare and commit in one call. The idempotency check comes first, so a replay
-    /// writes nothing; files of a transaction known not to have committed are removed
-    /// (never when the outcome is unknown: they may be part of a committed version).
+    /// Prepare and commit in one call. The idempotency check comes first (the commit
+    /// loop makes it again, with everything else): a replay prepares nothing. Files of
+    /// a transaction known not to have committed are removed (never when the outcome
+    /// is unknown: they may be part of a committed version).
     pub(super) async fn run(
         &self,
         options: &CommitOptions,
         operation: &str,
         prepare: impl std::future::Future<Output = Result<PreparedTransaction, WriteError>>,
     ) -> Result<CommitInfo, WriteError> {
-        if let Some(done) = self.already_committed(options, operation).await? {
-            return Ok(done);
+        if let Some(key) = &options.idempotency_key {
+            let base = self.write_base().await?;
+            if let Some(keys::Found::Transaction(done)) =
+                keys::in_history(&self.store, key, keys::Retry::Transaction(operation), base.version()).await?
+            {
+                return Ok(done);
+            }
         }
         let txn = prepare.await?;
         let result = self.queue.commit(&self.store, &self.env, &txn, options, self.group_commit).await;
@@ -361,18 +393,38 @@ impl Table {
         }
         writer.finish().await
     }
+}
 
-    /// With an idempotency key: the retained version that already carries it, if any.
-    /// A key a different operation used is refused: this cannot be its retry. Each
-    /// version is read once per table handle (see `TableStore::version_with_key`).
-    async fn already_committed(&self, options: &CommitOptions, operation: &str) -> Result<Option<CommitInfo>, WriteError> {
-        let Some(key) = &options.idempotency_key else { return Ok(None) };
-        // Versions after the base are judged (their keys too) by the commit loop.
-        let base = self.write_base().await?;
-        let Some(version) = self.store.version_with_key(key, base.version()).await? else { return Ok(None) };
-        let Some(m) = self.store.read_manifest(version).await? else { return Ok(None) };
-        Ok(CommitInfo::replay_of(&m, key, operation)?)
+/// The rules of a staged commit that need no I/O: some transactions, each once; an
+/// expected version or idempotency key for several only if they share one version; no
+/// key twice in one job.
+fn check_staged_commit(txns: &[PreparedTransaction], together: bool, options: &CommitOptions) -> Result<(), StagedCommitError> {
+    if txns.is_empty() {
+        return Err(StagedCommitError::NoTransactions);
     }
+    if let Some(twice) = txns.iter().enumerate().find_map(|(i, t)| txns[..i].iter().any(|o| o.id == t.id).then_some(t.id)) {
+        return Err(StagedCommitError::GivenTwice { id: twice });
+    }
+    if txns.len() > 1 && !together {
+        if options.idempotency_key.is_some() {
+            return Err(StagedCommitError::OneCommitOnly { option: "idempotency key" });
+        }
+        if options.expect_version.is_some() {
+            return Err(StagedCommitError::OneCommitOnly { option: "expected version" });
+        }
+    }
+    if txns.len() > 1 {
+        let mut seen: Vec<(&str, Option<uuid::Uuid>)> = options.idempotency_key.iter().map(|k| (k.as_str(), None)).collect();
+        for t in txns {
+            if let Some(key) = &t.staged.idempotency_key {
+                if let Some((_, first)) = seen.iter().find(|(k, _)| k == key) {
+                    return Err(StagedCommitError::KeyTwice { key: key.clone(), first: *first, second: t.id });
+                }
+                seen.push((key, Some(t.id)));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The data files of `fragments` (table-relative).

@@ -65,15 +65,6 @@ fn properties_after(base: &Manifest, operation: &Operation) -> BTreeMap<String, 
     properties
 }
 
-/// Whether `name` is usable as a column name (it must be usable unquoted in SQL).
-pub(crate) fn valid_column_name(name: &str) -> bool {
-    if name.len() > crate::format::schema::MAX_COLUMN_NAME_BYTES {
-        return false;
-    }
-    let mut chars = name.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,6 +94,5 @@ mod tests {
             },
         );
         assert_eq!(readded.field("name").unwrap().id, 3, "a re-added column never reuses the old id");
-        assert!(valid_column_name("a_1") && !valid_column_name("1a") && !valid_column_name("a b") && !valid_column_name(""));
     }
 }

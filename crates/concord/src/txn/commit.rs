@@ -16,22 +16,23 @@ use std::time::Duration;
 use bytes::Bytes;
 use chrono::{DateTime, TimeDelta, Utc};
 
-use super::member::{read_existing, Member, Ready};
+use super::member::{read_existing, Earlier, Follows, Member, Ready};
 use super::settle::{create_and_settle, Attempt};
 use super::{CommitInfo, CommitOptions, PreparedTransaction};
 use crate::env::Env;
 use crate::error::CommitError;
-use crate::format::manifest::{Manifest, Operation, TransactionRecord, FORMAT_VERSION};
+use crate::format::manifest::{Manifest, FORMAT_VERSION};
 use crate::storage::TableStore;
 
 /// How the members of a batch share their fate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Sharing {
+pub(crate) enum Sharing<'a> {
     /// A group commit: each member commits or fails on its own; a member that cannot
     /// follow the others in one version without a re-run waits for the next version.
     Group,
-    /// A job commit: all members in one version, or none.
-    Together,
+    /// A job commit: all members in one version, or none, each re-run where its rule
+    /// needs it on what the members before it changed; with the job's idempotency key.
+    Together { job_key: Option<&'a str> },
 }
 
 /// How one member of a group ended.
@@ -42,6 +43,8 @@ pub(crate) enum Outcome {
     /// Not committed, to be committed in a later version (it could not share this one,
     /// or an error of the whole batch was reported to another member).
     Deferred,
+    /// Its job's idempotency key is in this version: the job committed there.
+    JobDone(u64),
 }
 
 /// Commits `txn` alone; see the module docs. On error nothing of `txn` is visible.
@@ -55,7 +58,7 @@ pub(crate) async fn commit(
     match outcomes.pop() {
         Some(Outcome::Committed(info)) => Ok(info),
         Some(Outcome::Failed(e)) => Err(e),
-        Some(Outcome::Deferred) | None => unreachable!("a batch of one commits or fails"),
+        Some(Outcome::Deferred | Outcome::JobDone(_)) | None => unreachable!("a batch of one without a job commits or fails"),
     }
 }
 
@@ -68,11 +71,15 @@ pub(crate) async fn commit_batch(
     store: &TableStore,
     env: &Env,
     batch: &[(&PreparedTransaction, &CommitOptions)],
-    sharing: Sharing,
+    sharing: Sharing<'_>,
 ) -> Result<Vec<Outcome>, CommitError> {
     let coordinator = &store.location.coordinator;
     let started = env.clock.monotonic();
-    let mut members: Vec<Member<'_>> = batch.iter().map(|(txn, opts)| Member::new(txn, opts)).collect();
+    let job_key = match sharing {
+        Sharing::Together { job_key } => job_key,
+        Sharing::Group => None,
+    };
+    let mut members: Vec<Member<'_>> = batch.iter().map(|(txn, opts)| Member::new(txn, opts, job_key)).collect();
     let mut outcomes: Vec<Option<Outcome>> = batch.iter().map(|_| None).collect();
     let read_version = batch.iter().map(|(txn, _)| txn.read_version).max().unwrap_or(0);
     let mut base = start_base(store, env, read_version).await?;
@@ -87,6 +94,8 @@ pub(crate) async fn commit_batch(
             match member.ready_on(store, env, &base).await {
                 Ok(Ready::Yes) => {}
                 Ok(Ready::Settled(info)) => outcomes[i] = Some(Outcome::Committed(info)),
+                // The whole job committed already: so did every member.
+                Ok(Ready::JobDone(version)) => return Ok(batch.iter().map(|_| Outcome::JobDone(version)).collect()),
                 Err(e) => outcomes[i] = Some(fail(sharing, member, e)?),
             }
         }
@@ -170,10 +179,10 @@ pub(crate) async fn commit_batch(
 }
 
 /// A member's failure: its own in a group, the job's in a job commit.
-fn fail(sharing: Sharing, member: &Member<'_>, error: CommitError) -> Result<Outcome, CommitError> {
+fn fail(sharing: Sharing<'_>, member: &Member<'_>, error: CommitError) -> Result<Outcome, CommitError> {
     match sharing {
         Sharing::Group => Ok(Outcome::Failed(error)),
-        Sharing::Together => Err(CommitError::JobMember { transaction_id: member.txn.id, source: Box::new(error) }),
+        Sharing::Together { .. } => Err(CommitError::JobMember { transaction_id: member.txn.id, source: Box::new(error) }),
     }
 }
 
@@ -181,48 +190,49 @@ fn first_open(outcomes: &[Option<Outcome>]) -> usize {
     outcomes.iter().position(Option::is_none).expect("some member is open")
 }
 
-/// Version `base + 1`: the open members applied to `base` in turn, each that fits after
-/// the ones before it (in a group; in a job every member must). Returns the manifest
-/// and the members it holds, with the fragment ids each added.
+/// Version `base + 1`: the open members applied to `base` in turn, each that may
+/// follow the ones before it (a group defers the others to the next version; a job
+/// re-runs a member on what earlier members changed where its rule needs it, and fails
+/// if no serial order exists). Returns the manifest and the members it holds, with the
+/// fragment ids each added.
 async fn build(
     store: &TableStore,
     env: &Env,
     members: &mut [Member<'_>],
     outcomes: &mut [Option<Outcome>],
     base: &Arc<Manifest>,
-    sharing: Sharing,
+    sharing: Sharing<'_>,
 ) -> Result<(Manifest, Vec<(usize, Range<u64>)>), CommitError> {
     let timestamp = commit_timestamp(env.clock.now(), base.timestamp);
     let mut state: Arc<Manifest> = base.clone();
     let mut records = Vec::new();
     let mut included: Vec<(usize, Range<u64>)> = Vec::new();
-    let mut earlier: Vec<(Operation, Range<u64>, Option<String>)> = Vec::new();
+    let mut earlier: Vec<Earlier> = Vec::new();
     for (i, member) in members.iter_mut().enumerate() {
         if outcomes[i].is_some() {
             continue;
         }
-        if let Err(k) = member.fits_after(&state, &earlier) {
-            match sharing {
-                Sharing::Group => continue,
-                Sharing::Together => {
-                    let with = records.get(k).map_or(member.txn.id, |r: &TransactionRecord| r.id);
-                    return Err(CommitError::JobMember {
-                        transaction_id: member.txn.id,
-                        source: Box::new(CommitError::CannotShareVersion { with }),
-                    });
-                }
+        let applied = match (member.follows(&state, &earlier), sharing) {
+            (Follows::Rebase, _) => member.apply(store, env, &state).await.map(|next| (next, member.operation().clone(), false)),
+            (Follows::Rerun(scope), Sharing::Together { .. }) => {
+                member.apply_rerun(store, env, &state, &scope).await.map(|(next, operation)| (next, operation, true))
             }
-        }
-        let next = match member.apply(store, env, &state).await {
-            Ok(next) => next,
+            (Follows::Rerun(_) | Follows::Not { .. }, Sharing::Group) => continue,
+            (Follows::Not { earlier: k, reason }, Sharing::Together { .. }) => {
+                let source = CommitError::MembersIncompatible { earlier: earlier[k].id, reason };
+                return Err(CommitError::JobMember { transaction_id: member.txn.id, source: Box::new(source) });
+            }
+        };
+        let (next, operation, rerun) = match applied {
+            Ok(applied) => applied,
             Err(e) => {
                 outcomes[i] = Some(fail(sharing, member, e)?);
                 continue;
             }
         };
         let added = state.next_fragment_id..next.next_fragment_id;
-        records.push(member.record(next.rows_deleted));
-        earlier.push((member.operation().clone(), added.clone(), member.opts.idempotency_key.clone()));
+        records.push(member.record(operation.clone(), next.rows_deleted, rerun));
+        earlier.push(Earlier { id: member.txn.id, operation, added: added.clone(), key: member.opts.idempotency_key.clone() });
         included.push((i, added));
         state = Arc::new(Manifest {
             format_version: FORMAT_VERSION,

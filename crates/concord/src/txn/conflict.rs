@@ -363,6 +363,7 @@ mod tests {
                 rerun: false,
                 rows_deleted: 0,
                 idempotency_key: None,
+                job_idempotency_key: None,
             }],
             schema: schema("id bigint not null, name varchar"),
             segments: vec![],

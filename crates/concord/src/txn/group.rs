@@ -110,6 +110,7 @@ async fn run_batch(store: &TableStore, env: &Env, batch: Vec<Pending>) -> Vec<Pe
                     Outcome::Committed(info) => drop(pending.reply.send(Ok(info))),
                     Outcome::Failed(e) => drop(pending.reply.send(Err(e))),
                     Outcome::Deferred => requeue.push(pending),
+                    Outcome::JobDone(_) => unreachable!("a group has no job key"),
                 }
             }
         }

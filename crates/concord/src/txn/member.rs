@@ -7,11 +7,14 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
+use uuid::Uuid;
+
 use super::action::{self, Action, Cx, NextState};
 use super::conflict::{self, RerunScope, Resolution, Winner};
+use super::keys::{self, Found, Retry};
 use super::{CommitInfo, CommitOptions, PreparedTransaction};
 use crate::env::Env;
-use crate::error::CommitError;
+use crate::error::{CommitError, IncompatibleReason};
 use crate::format::manifest::{IsolationLevel, Manifest, Operation, TransactionRecord};
 use crate::storage::TableStore;
 
@@ -19,6 +22,8 @@ use crate::storage::TableStore;
 pub(crate) struct Member<'a> {
     pub(crate) txn: &'a PreparedTransaction,
     pub(crate) opts: &'a CommitOptions,
+    /// The idempotency key of the job commit it is part of.
+    job_key: Option<&'a str>,
     action: Box<dyn Action>,
     judged: Judged,
     rerun_done: bool,
@@ -34,11 +39,45 @@ pub(crate) enum Ready {
     /// response was lost, a staged transaction committed twice, its idempotency key in
     /// the history) or nothing to commit.
     Settled(CommitInfo),
+    /// Its job's key is in this version: the job committed there (a retry of it).
+    JobDone(u64),
+}
+
+impl Ready {
+    fn of(found: Found) -> Ready {
+        match found {
+            Found::Transaction(info) => Ready::Settled(info),
+            Found::Job(infos) => Ready::JobDone(infos.first().map_or(0, |i| i.version)),
+        }
+    }
+}
+
+/// A member already in the version being built.
+#[derive(Debug, Clone)]
+pub(crate) struct Earlier {
+    pub(crate) id: Uuid,
+    pub(crate) operation: Operation,
+    /// The fragment ids it added.
+    pub(crate) added: Range<u64>,
+    pub(crate) key: Option<String>,
+}
+
+/// How a member may follow the members already in the version being built.
+#[derive(Debug)]
+pub(crate) enum Follows {
+    /// As it is: it means the same right after them.
+    Rebase,
+    /// After re-running this part on what they changed.
+    Rerun(RerunScope),
+    /// Not after the `earlier`-th of them: it carries the same idempotency key
+    /// (`reason` None), or no serial order of the two exists.
+    Not { earlier: usize, reason: Option<IncompatibleReason> },
 }
 
 impl<'a> Member<'a> {
-    pub(crate) fn new(txn: &'a PreparedTransaction, opts: &'a CommitOptions) -> Self {
-        Member { txn, opts, action: action::for_operation(txn.operation.clone()), judged: Judged::new(txn), rerun_done: false, attempts: 0 }
+    pub(crate) fn new(txn: &'a PreparedTransaction, opts: &'a CommitOptions, job_key: Option<&'a str>) -> Self {
+        let action = action::for_operation(txn.operation.clone());
+        Member { txn, opts, job_key, action, judged: Judged::new(txn), rerun_done: false, attempts: 0 }
     }
 
     /// The operation as it stands (as prepared, plus what re-runs found).
@@ -60,9 +99,18 @@ impl<'a> Member<'a> {
     /// anything.
     pub(crate) async fn ready_on(&mut self, store: &TableStore, env: &Env, base: &Arc<Manifest>) -> Result<Ready, CommitError> {
         self.attempts += 1;
+        if self.attempts == 1 {
+            // Its keys in the retained history up to the base (winners after it are
+            // judged below, their keys too): a retry commits nothing.
+            for (key, retry) in self.keys() {
+                if let Some(found) = keys::in_history(store, key, retry, base.version).await? {
+                    return Ok(Ready::of(found));
+                }
+            }
+        }
         let isolation = self.isolation(base);
-        if let Some(done) = self.judged.judge_up_to(store, base, self.txn, self.action.as_ref(), self.opts, isolation).await? {
-            return Ok(Ready::Settled(done));
+        if let Some(done) = self.judged.judge_up_to(store, base, self.txn, self.action.as_ref(), &self.keys(), isolation).await? {
+            return Ok(done);
         }
         if let Some(expected) = self.opts.expect_version.filter(|e| *e != base.version) {
             return Err(CommitError::VersionMoved { expected, latest: base.version });
@@ -81,21 +129,34 @@ impl<'a> Member<'a> {
         Ok(Ready::Yes)
     }
 
-    /// Whether it may follow `earlier` (operations already in the version being built,
-    /// each with the fragment ids it added and its key) in one version without a re-run:
-    /// it would mean the same committed right after them. `Err(k)`: not after the
-    /// `k`-th of them.
-    pub(crate) fn fits_after(&self, state: &Manifest, earlier: &[(Operation, Range<u64>, Option<String>)]) -> Result<(), usize> {
+    /// Its idempotency keys: its own, its job's.
+    fn keys(&self) -> Vec<(&'a str, Retry<'static>)> {
+        let own = self.opts.idempotency_key.as_deref().map(|k| (k, Retry::Transaction(self.txn.operation.name())));
+        own.into_iter().chain(self.job_key.map(|k| (k, Retry::Job))).collect()
+    }
+
+    /// How it may follow `earlier` (the members already in the version being built,
+    /// `state` the version after them): as it is, after a re-run on what they changed,
+    /// or not at all.
+    pub(crate) fn follows(&self, state: &Manifest, earlier: &[Earlier]) -> Follows {
         let isolation = self.isolation(state);
-        for (k, (operation, added, key)) in earlier.iter().enumerate() {
-            let same_key = key.is_some() && *key == self.opts.idempotency_key;
-            let resolution =
-                conflict::resolve(self.operation(), &self.txn.read_schema, isolation, Winner::new(operation, &state.schema, added.clone()));
-            if same_key || resolution != Resolution::Rebase {
-                return Err(k);
+        let mut scope = None;
+        for (k, e) in earlier.iter().enumerate() {
+            if e.key.is_some() && e.key == self.opts.idempotency_key {
+                return Follows::Not { earlier: k, reason: None };
+            }
+            match conflict::resolve(
+                self.operation(),
+                &self.txn.read_schema,
+                isolation,
+                Winner::new(&e.operation, &state.schema, e.added.clone()),
+            ) {
+                Resolution::Rebase => {}
+                Resolution::Rerun(more) => scope = Some(RerunScope::widen(scope, more)),
+                Resolution::Incompatible { reason } => return Follows::Not { earlier: k, reason: Some(reason) },
             }
         }
-        Ok(())
+        scope.map_or(Follows::Rebase, Follows::Rerun)
     }
 
     /// Its next state on `state` (writing any segments and deletion vectors it needs).
@@ -104,17 +165,38 @@ impl<'a> Member<'a> {
         self.action.apply(&cx, state).await
     }
 
-    /// Its record in the version that commits it.
-    pub(crate) fn record(&self, rows_deleted: u64) -> TransactionRecord {
+    /// Its next state on `state` after re-running `scope` there (a job member after
+    /// earlier members that changed rows it depends on), and its operation as re-run.
+    /// The re-run is done on a copy: the member stays as judged against committed
+    /// winners, for another attempt on another base. (Files the copy writes are left
+    /// for cleanup if the attempt loses.)
+    pub(crate) async fn apply_rerun(
+        &self,
+        store: &TableStore,
+        env: &Env,
+        state: &Manifest,
+        scope: &RerunScope,
+    ) -> Result<(NextState, Operation), CommitError> {
+        let cx = self.cx(store, env, env.clock.now());
+        let mut copy = action::for_operation(self.operation().clone());
+        copy.rerun(&cx, state, scope).await?;
+        let next = copy.apply(&cx, state).await?;
+        Ok((next, copy.operation().clone()))
+    }
+
+    /// Its record in the version that commits it, as `operation` (itself, or as re-run
+    /// after earlier members: `rerun`).
+    pub(crate) fn record(&self, operation: Operation, rows_deleted: u64, rerun: bool) -> TransactionRecord {
         TransactionRecord {
             id: self.txn.id,
             read_version: Some(self.txn.read_version),
-            operation: self.operation().clone(),
+            operation,
             attempts: self.attempts,
             rebased_over: self.judged.rebased_over.clone(),
-            rerun: self.rerun_done,
+            rerun: self.rerun_done || rerun,
             rows_deleted,
             idempotency_key: self.opts.idempotency_key.clone(),
+            job_idempotency_key: self.job_key.map(str::to_string),
         }
     }
 }
@@ -134,26 +216,25 @@ impl Judged {
         Judged { up_to: txn.read_version, next_id: txn.read_next_fragment_id, rebased_over: Vec::new(), pending_rerun: None }
     }
 
-    /// Judges every winner up to `base` with the pure conflict rules. `Some(info)`: the
-    /// transaction is already committed, or its idempotency key is taken: report that
-    /// version.
+    /// Judges every winner up to `base` with the pure conflict rules. `Some`: the
+    /// transaction is already committed, or one of its `keys` is taken: report that.
     async fn judge_up_to(
         &mut self,
         store: &TableStore,
         base: &Arc<Manifest>,
         txn: &PreparedTransaction,
         action: &dyn Action,
-        opts: &CommitOptions,
+        keys: &[(&str, Retry<'_>)],
         isolation: IsolationLevel,
-    ) -> Result<Option<CommitInfo>, CommitError> {
+    ) -> Result<Option<Ready>, CommitError> {
         for v in self.up_to + 1..=base.version {
             let winner = if v == base.version { base.clone() } else { read_existing(store, v).await? };
             if let Some(ours) = winner.transactions.iter().find(|t| t.id == txn.id) {
-                return Ok(Some(CommitInfo::of(&winner, ours)));
+                return Ok(Some(Ready::Settled(CommitInfo::of(&winner, ours))));
             }
-            if let Some(key) = opts.idempotency_key.as_deref() {
-                if let Some(replay) = CommitInfo::replay_of(&winner, key, txn.operation.name())? {
-                    return Ok(Some(replay));
+            for (key, retry) in keys {
+                if let Some(found) = keys::in_version(&winner, key, *retry)? {
+                    return Ok(Some(Ready::of(found)));
                 }
             }
             let added = self.next_id..winner.next_fragment_id.max(self.next_id);

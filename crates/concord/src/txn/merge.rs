@@ -46,6 +46,9 @@ pub(crate) async fn prepare(
     let fields = KeySet::fields_for(schema, keys)?;
     let key_names: Vec<String> = fields.iter().map(|f| f.name.clone()).collect();
     let key_ids: Vec<u32> = fields.iter().map(|f| f.id).collect();
+    if let Some(missing) = fields.iter().find(|f| !input.present.contains(&f.id)) {
+        return Err(InputError::MissingKey { file: source.to_string(), column: missing.name.clone() }.into());
+    }
     let key_set = KeySet::from_rows(schema, fields, &input.batches, Duplicates::Refuse)
         .map_err(|d| InputError::DuplicateKey { file: source.to_string(), key: d.0 })?;
     if input.present.len() == schema.fields.len() {

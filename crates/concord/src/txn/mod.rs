@@ -15,6 +15,7 @@ pub(crate) mod compact;
 pub(crate) mod conflict;
 pub(crate) mod delete;
 pub(crate) mod group;
+pub(crate) mod keys;
 pub(crate) mod member;
 pub(crate) mod merge;
 mod overwrite;
@@ -118,23 +119,6 @@ impl CommitInfo {
             idempotent_replay: false,
             abandoned: None,
         }
-    }
-
-    /// The outcome of a retry whose idempotency `key` version `manifest` carries: a
-    /// replay, if it is the same operation; a different operation cannot be its retry.
-    /// `None` if no transaction of `manifest` carries `key`.
-    pub(crate) fn replay_of(manifest: &Manifest, key: &str, operation: &str) -> Result<Option<CommitInfo>, crate::error::CommitError> {
-        let Some(record) = manifest.transactions.iter().find(|t| t.idempotency_key.as_deref() == Some(key)) else { return Ok(None) };
-        let theirs = record.operation.name();
-        if theirs != operation {
-            return Err(crate::error::CommitError::KeyOfAnotherOperation {
-                key: key.to_string(),
-                version: manifest.version,
-                operation: theirs.to_string(),
-                ours: operation.to_string(),
-            });
-        }
-        Ok(Some(CommitInfo { idempotent_replay: true, ..CommitInfo::of(manifest, record) }))
     }
 
     /// Nothing committed (nothing to change, or maintenance that gave way): the table
