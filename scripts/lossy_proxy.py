@@ -9,7 +9,12 @@ the caller cannot know. With --mode reset the connection is reset (TCP RST), whi
 object_store does not retry for a PUT. Prints the port it listens on, then serves
 until killed.
 
-Usage: lossy_proxy.py --target http://127.0.0.1:PORT [--every 2] [--mode 503|close|reset]
+With --mode outage, no response is lost; instead `GET /__outage/on` makes every
+request about versions (a path or listing prefix holding `_versions`) answer 503
+without reaching the store, until `GET /__outage/off`: a store that stays unreachable
+for commits while data files still write, so that a commit's outcome is unknown.
+
+Usage: lossy_proxy.py --target http://127.0.0.1:PORT [--every 2] [--mode 503|close|reset|outage]
 """
 import argparse
 import http.client
@@ -25,6 +30,7 @@ args = None
 counter = 0
 lock = threading.Lock()
 lost = 0
+outage = False
 
 
 def is_commit(method, headers):
@@ -39,10 +45,22 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *a):
         pass
 
+    def reply(self, status, payload):
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(payload)))
+        self.send_header("Content-Type", "application/xml")
+        self.end_headers()
+        self.wfile.write(payload)
+
     def forward(self):
-        global counter, lost
+        global counter, lost, outage
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
+        if self.path in ("/__outage/on", "/__outage/off"):
+            outage = self.path.endswith("/on")
+            return self.reply(200, b"ok")
+        if outage and "_versions" in urllib.parse.unquote(self.path):
+            return self.reply(503, b"<Error><Code>ServiceUnavailable</Code><Message>injected: outage</Message></Error>")
         target = urllib.parse.urlparse(args.target)
         conn = http.client.HTTPConnection(target.hostname, target.port, timeout=60)
         headers = {k: v for k, v in self.headers.items() if k.lower() not in ("connection", "proxy-connection")}
@@ -57,6 +75,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 lose = counter % args.every == 0
                 if lose:
                     lost += 1
+        lose = lose and args.mode != "outage"
         if lose and args.mode == "close":
             self.close_connection = True
             self.connection.shutdown(2)
@@ -68,13 +87,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.connection.close()
             return
         if lose:
-            payload = b"<Error><Code>ServiceUnavailable</Code><Message>injected: response lost</Message></Error>"
-            self.send_response(503)
-            self.send_header("Content-Length", str(len(payload)))
-            self.send_header("Content-Type", "application/xml")
-            self.end_headers()
-            self.wfile.write(payload)
-            return
+            return self.reply(503, b"<Error><Code>ServiceUnavailable</Code><Message>injected: response lost</Message></Error>")
         self.send_response(response.status)
         for k, v in response.getheaders():
             if k.lower() not in ("transfer-encoding", "connection", "content-length"):
@@ -100,7 +113,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--target", required=True)
     p.add_argument("--every", type=int, default=2)
-    p.add_argument("--mode", choices=["503", "close", "reset"], default="503")
+    p.add_argument("--mode", choices=["503", "close", "reset", "outage"], default="503")
     p.add_argument("--port", type=int, default=0)
     args = p.parse_args()
     server = Server(("127.0.0.1", args.port), Handler)

@@ -7,13 +7,16 @@ import os
 import pathlib
 import shutil
 import subprocess
+import sys
 import threading
+import time
+import urllib.request
 
 import pyarrow as pa
 import pytest
 
 import concord
-from conftest import SCHEMA, rows
+from conftest import ROOT, SCHEMA, Store, rows
 
 CLASSES = {
     concord.InvalidInputError: (2, ValueError),
@@ -52,7 +55,8 @@ def files_under(path) -> set:
         (lambda t: t.append(pa.table({"id": [1], "nope": ["a"]})), "column 'nope' is not in the table"),
         (lambda t: t.append(pa.table({"name": ["a"]})), "column 'id' is required"),
         (lambda t: t.append(pa.table({"id": pa.array([None, 2], pa.int64())})), "has a null"),
-        (lambda t: t.append(pa.table({"id": [1.5]})), "column 'id' has type double, but the table expects bigint"),
+        (lambda t: t.append(pa.table({"id": [1.5]})), "value '1.5' in column 'id' is not a valid bigint"),
+        (lambda t: t.append(pa.table({"id": pa.array([1], pa.int64()), "name": pa.array([1], pa.int64())})), "column 'name' has type bigint, but the table expects varchar"),
         (lambda t: t.delete("id = 'x'"), "is not a valid bigint"),
         (lambda t: t.delete("name > 3"), "do not compare"),
         (lambda t: t.delete("id ==== 1"), "cannot parse"),
@@ -140,17 +144,20 @@ def test_a_job_commit_fails_whole_naming_its_member(local):
     assert info.version == won.version + 1
 
 
-def test_job_members_that_cannot_share_a_version(local):
+def test_job_members_apply_in_order_or_the_job_is_refused(local):
     t = local.create()
     t.append(rows([1, 2]))
     append = t.stage_append(rows([3]))
-    delete = t.stage_delete("id >= 2")  # would have to re-run on the append's rows
-    with pytest.raises(concord.IncompatibleError, match="cannot share a version") as e:
-        t.commit_staged([append, delete])
-    assert e.value.staged_id == delete and e.value.winner_version is None
-    assert concord.open(t.uri).count() == 2
-    infos = t.commit_staged([append, delete], together=False)
-    assert [i.operation for i in infos] == ["append", "delete"] and t.count() == 1
+    delete = t.stage_delete("id >= 2")  # re-runs on the rows the append before it adds
+    infos = t.commit_staged([append, delete])
+    assert [i.operation for i in infos] == ["append", "delete"] and infos[1].rerun and t.count() == 1
+    # No serial order: an update of a column an earlier member drops.
+    update = t.stage_update(set={"score": "1"})
+    drop = t.stage_drop_column("score")
+    with pytest.raises(concord.InvalidInputError, match="cannot follow") as e:
+        t.commit_staged([drop, update])
+    assert e.value.staged_id == update and e.value.exit_code == 2
+    assert concord.open(t.uri).version == 2
 
 
 def test_too_much_contention(local):
@@ -235,26 +242,67 @@ def chattr(flag: str, path) -> bool:
         return False
 
 
-def test_commit_state_unknown_then_a_safe_retry(local):
+def test_a_refused_create_is_a_storage_error_at_once(local):
+    """A create the store refuses for good (permission denied) wrote nothing: a storage
+    error naming the cause, reported at once (not after the retry budget), the same on
+    every machine; a retry once the store accepts writes commits."""
     t = local.create()
     t.append(rows([1]))
     versions = next(p for p in pathlib.Path(t.uri).iterdir() if p.is_dir() and "version" in p.name)
     staged = t.stage_append(rows([2]), idempotency_key="retry-me")
-    # Nothing can be created among the versions (even by root), while they read fine:
-    # every create fails and the read-back finds nothing, until the budget ends.
+    # Nothing can be created among the versions (even by root), while they read fine.
     if not chattr("+i", versions):
         pytest.skip("chattr +i is not available here (needs ext4-like filesystem and CAP_LINUX_IMMUTABLE)")
+    try:
+        started = time.monotonic()
+        with pytest.raises(concord.StorageError, match="(?i)permission denied|not permitted") as e:
+            t.commit_staged([staged], timeout=30)
+        took = time.monotonic() - started
+    finally:
+        chattr("-i", versions)
+    assert e.value.exit_code == 1 and took < 10, f"reported at once, not after the 30 s budget ({took:.1f} s)"
+    [info] = t.commit_staged([staged])
+    assert info.version == 2 and concord.open(t.uri).count() == 2
+
+
+@pytest.fixture
+def outage_proxy(s3):
+    """A proxy in front of moto that can make every version request fail (503)."""
+    script = ROOT / "scripts" / "lossy_proxy.py"
+    proc = subprocess.Popen(
+        [sys.executable, str(script), "--target", s3.options["AWS_ENDPOINT_URL"], "--mode", "outage"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        port = int(proc.stdout.readline())
+        url = f"http://127.0.0.1:{port}"
+        options = dict(s3.options, AWS_ENDPOINT_URL=url)
+        yield Store("s3-outage", s3.base, options), lambda on: urllib.request.urlopen(f"{url}/__outage/{'on' if on else 'off'}").read()
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_commit_state_unknown_then_a_safe_retry(outage_proxy):
+    """A store that stays unreachable for commits past the budget: the outcome is
+    unknown (the create may have landed), and a retry with the same key is safe."""
+    store, outage = outage_proxy
+    t = store.create()
+    t.append(rows([1]))
+    staged = t.stage_append(rows([2]), idempotency_key="retry-me")
+    outage(True)
     try:
         with pytest.raises(concord.CommitStateUnknownError, match="retry with the same idempotency key") as e:
             t.commit_staged([staged], timeout=0.5)
     finally:
-        chattr("-i", versions)
+        outage(False)
     assert e.value.exit_code == 8 and e.value.version == 2
     assert isinstance(e.value.transaction_id, str) and len(e.value.transaction_id) == 36
     assert "pass the same idempotency_key" in str(e.value)
     [info] = t.commit_staged([staged])
-    [again] = concord.open(t.uri).commit_staged([staged])
-    assert info.version == 2 and again.idempotent_replay and concord.open(t.uri).count() == 2
+    [again] = store.open(t.uri).commit_staged([staged])
+    assert info.version == 2 and again.idempotent_replay and store.open(t.uri).count() == 2
 
 
 # ---------------------------------------------------------------- 1: storage, corrupt

@@ -22,6 +22,7 @@ mod matrix;
 mod merge;
 mod object_stores;
 mod requests;
+mod second_look;
 mod servers;
 mod shared;
 mod simulation;

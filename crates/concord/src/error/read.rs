@@ -138,7 +138,7 @@ pub enum PredicateError {
     },
     /// A text literal compared with a column is not exactly a value of the column's
     /// type (it does not parse, or it is more precise than the column keeps).
-    #[error("in '{}', '{value}' is not exactly a {column_type} value (the type of {column}): it does not parse, or it is more precise than the column keeps, so no stored value could equal it", abbreviate(sql))]
+    #[error("in '{}', '{value}' is not a valid {column_type} (the type of {column}), exactly: it does not parse, or it is more precise than the column keeps, so no stored value could equal it", abbreviate(sql))]
     BadLiteral {
         /// The expression.
         sql: String,

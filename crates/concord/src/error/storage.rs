@@ -21,6 +21,33 @@ impl StorageError {
         StorageError { action, path: path.into(), source: source.into() }
     }
 
+    /// Whether the store refused the request for good, so that nothing was written
+    /// and asking again will not help: permission denied, unauthenticated, a
+    /// read-only or full filesystem, an operation the store does not support. (A
+    /// timeout, a reset connection or a server error is not: the request may have
+    /// been carried out.)
+    pub fn is_definite_refusal(&self) -> bool {
+        use std::io::ErrorKind as Io;
+        let StorageCause::ObjectStore(e) = &self.source else { return false };
+        match e {
+            object_store::Error::PermissionDenied { .. }
+            | object_store::Error::Unauthenticated { .. }
+            | object_store::Error::NotSupported { .. }
+            | object_store::Error::NotImplemented { .. } => true,
+            // The local filesystem's errors come wrapped: look for the OS's refusal.
+            _ => {
+                let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+                while let Some(c) = cause {
+                    if let Some(io) = c.downcast_ref::<std::io::Error>() {
+                        return matches!(io.kind(), Io::PermissionDenied | Io::ReadOnlyFilesystem | Io::StorageFull | Io::QuotaExceeded);
+                    }
+                    cause = c.source();
+                }
+                false
+            }
+        }
+    }
+
     /// The object store's error, when that is the cause.
     pub fn object_store_error(&self) -> Option<&object_store::Error> {
         match &self.source {

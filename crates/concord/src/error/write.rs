@@ -6,6 +6,15 @@ use uuid::Uuid;
 use super::{CorruptObject, PredicateError, StorageError, Unavailable};
 use crate::format::schema::{ColumnNameError, ColumnType, SchemaParseError};
 
+/// "a" or "an" before `word` (an append, a delete).
+fn article(word: &str) -> &'static str {
+    if word.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    }
+}
+
 /// Creating a table failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -167,7 +176,7 @@ pub enum CommitError {
         latest: u64,
     },
     /// The idempotency key belongs to a different operation.
-    #[error("idempotency key '{key}' belongs to version {version}, a {operation}; this {ours} cannot be a retry of it: use another key for another operation. Nothing was committed")]
+    #[error("idempotency key '{key}' belongs to version {version}, {} {operation}; this {ours} cannot be a retry of it: use another key for another operation. Nothing was committed", article(operation))]
     KeyOfAnotherOperation {
         /// The key.
         key: String,
@@ -489,7 +498,7 @@ pub enum AlterError {
         given: u64,
     },
     /// A vacuum retention below the safe minimum, not explicitly allowed.
-    #[error("a retention of {given_s} s is shorter than the safe minimum of {minimum_s} s: writes slower than it could lose files; allow a short retention explicitly if no such writer runs")]
+    #[error("a retention of {given_s} s is shorter than the safe minimum of {minimum_s} s: writes slower than it could lose files")]
     ShortRetention {
         /// The retention given.
         given_s: u64,

@@ -24,6 +24,12 @@ pub struct CoordinatorCapabilities {
     /// (`_latest_version_hint.json`) that must never make the answer wrong (the suite
     /// writes stale, wrong and garbled hints).
     pub advisory_hint: bool,
+    /// A version may be read while it is being created (a writer that has lost races
+    /// reads the version it creates, to have the winner at once if it loses again).
+    /// False where reading a version completes half-finished commits (the DynamoDB
+    /// coordinator): the read would race with the writer's own protocol, repairing its
+    /// commit under it (requests that depend on timing).
+    pub read_while_creating: bool,
 }
 
 /// Outcome of a create attempt the store answered clearly.

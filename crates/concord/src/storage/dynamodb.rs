@@ -422,7 +422,7 @@ fn row_of(item: &HashMap<String, AttributeValue>) -> Row {
 #[async_trait]
 impl CommitCoordinator for DynamoDbCoordinator {
     fn capabilities(&self) -> CoordinatorCapabilities {
-        CoordinatorCapabilities { atomic_create: true, advisory_hint: false }
+        CoordinatorCapabilities { atomic_create: true, advisory_hint: false, read_while_creating: false }
     }
 
     async fn create_version(&self, version: u64, manifest: Bytes) -> Result<CreateOutcome, StorageError> {

@@ -141,7 +141,11 @@ impl CommitCoordinator for ObjectStoreCoordinator {
     fn capabilities(&self) -> CoordinatorCapabilities {
         // Put-if-absent is atomic on every store Concord supports; `concord doctor`
         // finds stores that only claim it.
-        CoordinatorCapabilities { atomic_create: true, advisory_hint: self.lookup == LatestLookup::HintThenProbe }
+        CoordinatorCapabilities {
+            atomic_create: true,
+            advisory_hint: self.lookup == LatestLookup::HintThenProbe,
+            read_while_creating: true,
+        }
     }
 
     async fn create_version(&self, version: u64, manifest: Bytes) -> Result<CreateOutcome, StorageError> {

@@ -115,9 +115,11 @@ pub(crate) async fn commit_batch(
         let bytes = Bytes::from(serde_json::to_vec(&manifest).expect("manifests always serialize"));
         let retry = members[first].opts.retry;
         let attempt_started = env.clock.monotonic();
-        let speculate = contention.lost_races + contention.behind >= SPECULATE_AFTER;
+        let speculate = contention.lost_races + contention.behind >= SPECULATE_AFTER && coordinator.capabilities().read_while_creating;
         let outcome = create_and_settle(store, env, version, bytes, members[first].txn.id, &retry, started, speculate).await?;
         let latency = env.clock.monotonic() - attempt_started;
+        // Measured once: the checks below agree on whether another attempt is allowed.
+        let elapsed = env.clock.monotonic() - started;
         contention.attempts += 1;
         let pause = match outcome {
             Attempt::Won => {
@@ -153,14 +155,18 @@ pub(crate) async fn commit_batch(
                 }
             }
             Attempt::NotWritten(cause) => {
-                if !retry.allows_another(members[first].attempts, env.clock.monotonic() - started) {
+                // Refused for good (permissions, a read-only store): nothing was
+                // written, and retrying will not help. Reported at once, as it is.
+                if cause.is_definite_refusal() {
+                    return Err(CommitError::Storage(cause));
+                }
+                if !retry.allows_another(members[first].attempts, elapsed) {
                     return Err(CommitError::CommitStateUnknown { version, transaction_id: members[first].txn.id, cause });
                 }
                 contention.errors += 1;
                 retry.error_backoff(contention.errors, latency, |max| env.random_below_or_eq(max))
             }
         };
-        let elapsed = env.clock.monotonic() - started;
         for (i, member) in members.iter().enumerate() {
             if outcomes[i].is_none() && !member.opts.retry.allows_another(member.attempts, elapsed) {
                 let e = CommitError::TooMuchContention {
