@@ -3,6 +3,7 @@
 
 mod exit;
 mod output;
+mod progress;
 mod stress;
 
 use std::collections::BTreeMap;
@@ -503,12 +504,19 @@ impl Context {
     async fn write(&self, uri: &str, op: WriteOp, write: &WriteArgs) -> Result<(), Failure> {
         write.check_stage()?;
         let table = self.open(uri).await?;
+        let bar = progress::Bar::for_terminal();
+        let table = match &bar {
+            Some(bar) => table.with_progress(bar.reporter()),
+            None => table,
+        };
         if write.stage {
             let txn = op.prepare(&table).await?;
             let id = table.stage(&txn, &write.options()).await?;
             output::print_staged(id, write.json)?;
         } else {
-            output::print_commit(&op.run(&table, &write.options()).await?, write.json)?;
+            let outcome = op.run(&table, &write.options()).await;
+            drop(bar);
+            output::print_commit(&outcome?, write.json)?;
         }
         Ok(())
     }

@@ -92,7 +92,8 @@ pub use storage::{
     TableLocationBuilder, MAX_METADATA_BYTES, PROBE_RACERS, PROBE_STALE_AFTER,
 };
 pub use table::{
-    Input, ScanOptions, Table, TableScan, TransactionInfo, VacuumReport, VersionInfo, DEFAULT_COMPACT_TARGET_ROWS, MIN_VACUUM_RETENTION,
+    Input, ProgressFn, ScanOptions, Table, TableScan, TransactionInfo, VacuumReport, VersionInfo, WriteProgress,
+    DEFAULT_COMPACT_TARGET_ROWS, MIN_VACUUM_RETENTION,
 };
 pub use txn::conflict::{resolve as resolve_conflict, RerunScope, Resolution, Winner};
 pub use txn::{CommitInfo, CommitOptions, PreparedTransaction, RetryPolicy, StagedOptions};

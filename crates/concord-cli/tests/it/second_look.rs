@@ -174,3 +174,23 @@ fn outputs_and_create_keep_their_promises() {
     assert_mentions(&stderr, &["not empty", "readme.txt"]);
     assert_eq!(std::fs::read_dir(&folder).unwrap().count(), 1, "nothing written there");
 }
+
+/// 14. A long append shows its progress on stderr when stderr is a terminal (here a
+/// pseudo-terminal from `script`), and nothing when it is not.
+#[test]
+fn long_appends_show_progress_on_a_terminal_only() {
+    let t = TempTable::create_with("id bigint not null");
+    let mut csv = String::from("id\n");
+    for i in 0..200_000 {
+        csv.push_str(&format!("{i}\n"));
+    }
+    let file = t.file("big.csv", &csv);
+    let (code, _, stderr) = run(&["append", &t.uri, &file]);
+    assert_eq!((code, stderr.as_str()), (0, ""), "nothing on stderr when it is not a terminal");
+    let command = format!("{} append '{}' '{}'", concord_bin(), t.uri, file);
+    let out = std::process::Command::new("script").args(["-qec", &command, "/dev/null"]).output().expect("script (util-linux) runs");
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{screen}");
+    assert!(screen.contains("rows read") && screen.contains("rows/s"), "progress on the terminal: {screen}");
+    assert!(screen.contains("committed version 2"), "{screen}");
+}

@@ -14,6 +14,7 @@ use crate::format::manifest::{ColumnStats, DataFile, NewFragment};
 use crate::format::naming;
 use crate::format::schema::Schema;
 use crate::storage::TableStore;
+use crate::table::{ProgressFn, WriteProgress};
 
 /// Rows per data file (one fragment each).
 pub(crate) const MAX_ROWS_PER_FILE: usize = 1 << 20;
@@ -43,11 +44,27 @@ pub(crate) struct FragmentWriter<'a> {
     pending: Vec<RecordBatch>,
     pending_rows: usize,
     written: Vec<NewFragment>,
+    /// Told the rows pushed and bytes written so far.
+    progress: Option<ProgressFn>,
+    reported: WriteProgress,
 }
 
 impl<'a> FragmentWriter<'a> {
     pub(crate) fn new(store: &'a TableStore, env: &'a Env, schema: &'a Schema) -> Self {
-        FragmentWriter { store, env, schema, pending: Vec::new(), pending_rows: 0, written: Vec::new() }
+        let reported = WriteProgress::default();
+        FragmentWriter { store, env, schema, pending: Vec::new(), pending_rows: 0, written: Vec::new(), progress: None, reported }
+    }
+
+    /// This writer, telling `progress` how it is going.
+    pub(crate) fn with_progress(mut self, progress: Option<ProgressFn>) -> Self {
+        self.progress = progress;
+        self
+    }
+
+    fn report(&self) {
+        if let Some(progress) = &self.progress {
+            progress(self.reported);
+        }
     }
 
     /// Takes `batch` (conforming to the schema), writing every file it completes.
@@ -62,6 +79,8 @@ impl<'a> FragmentWriter<'a> {
                 self.flush().await?;
             }
         }
+        self.reported.rows += batch.num_rows() as u64;
+        self.report();
         Ok(())
     }
 
@@ -85,6 +104,8 @@ impl<'a> FragmentWriter<'a> {
         let path = naming::data_file_name(self.env.new_uuid());
         let size_bytes = bytes.len() as u64;
         self.store.put_new(&path, Bytes::from(bytes)).await?;
+        self.reported.bytes_written += size_bytes;
+        self.report();
         self.written.push(NewFragment { files: vec![DataFile { path, fields, size_bytes, stats }], rows });
         Ok(())
     }

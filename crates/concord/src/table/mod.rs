@@ -35,6 +35,32 @@ pub struct Table {
     queue: Arc<CommitQueue>,
     /// Whether this handle's commits may share a version (see [`Table::with_group_commit`]).
     group_commit: bool,
+    /// Told how a write's data is going (see [`Table::with_progress`]).
+    progress: Progress,
+}
+
+/// How far a write has come in writing its data: rows taken from the input (checked
+/// and encoded) and bytes of data files written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WriteProgress {
+    /// Rows taken from the input so far.
+    pub rows: u64,
+    /// Bytes of data files written so far.
+    pub bytes_written: u64,
+}
+
+/// A function told a write's [`WriteProgress`] as it goes (see [`Table::with_progress`]).
+pub type ProgressFn = Arc<dyn Fn(WriteProgress) + Send + Sync>;
+
+/// An optional [`ProgressFn`].
+#[derive(Clone, Default)]
+pub(crate) struct Progress(pub(crate) Option<ProgressFn>);
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "Progress(reported)" } else { "Progress(none)" })
+    }
 }
 
 impl Table {
@@ -85,7 +111,7 @@ impl Table {
         if crate::txn::settle::create_table(&store, &manifest).await? {
             let manifest = store.remember(manifest);
             store.saw_newest(&manifest, env.clock.monotonic());
-            Ok(Table { store, env, manifest, queue: Arc::default(), group_commit: true })
+            Ok(Table::handle(store, env, manifest))
         } else {
             Err(CreateError::AlreadyExists { uri: store.location.uri.clone() })
         }
@@ -95,14 +121,14 @@ impl Table {
     pub async fn open(location: TableLocation, env: Env) -> Result<Table, OpenError> {
         let store = Arc::new(TableStore::new(location));
         let manifest = latest_manifest(&store, &env, None).await?;
-        Ok(Table { store, env, manifest, queue: Arc::default(), group_commit: true })
+        Ok(Table::handle(store, env, manifest))
     }
 
     /// Opens version `version` without reading the latest one (which may be unreadable).
     pub async fn open_version(location: TableLocation, env: Env, version: u64) -> Result<Table, OpenError> {
         let store = Arc::new(TableStore::new(location));
         match store.read_manifest(version).await? {
-            Some(manifest) => Ok(Table { store, env, manifest, queue: Arc::default(), group_commit: true }),
+            Some(manifest) => Ok(Table::handle(store, env, manifest)),
             None => {
                 let versions = store.location.coordinator.list_versions().await?;
                 match (versions.first(), versions.last()) {
@@ -191,6 +217,18 @@ impl Table {
         self
     }
 
+    /// This handle, telling `progress` how each write's data is going (rows taken from
+    /// the input, bytes written) as appends and overwrites write it: the CLI shows it.
+    pub fn with_progress(mut self, progress: ProgressFn) -> Table {
+        self.progress = Progress(Some(progress));
+        self
+    }
+
+    /// A new handle (its own commit queue) at `manifest`.
+    fn handle(store: Arc<TableStore>, env: Env, manifest: Arc<Manifest>) -> Table {
+        Table { store, env, manifest, queue: Arc::default(), group_commit: true, progress: Progress::default() }
+    }
+
     /// The version this handle reads.
     pub fn version(&self) -> u64 {
         self.manifest.version
@@ -222,7 +260,7 @@ impl Table {
     }
 
     fn with_manifest(&self, manifest: Arc<Manifest>) -> Table {
-        Table { store: self.store.clone(), env: self.env.clone(), manifest, queue: self.queue.clone(), group_commit: self.group_commit }
+        Table { manifest, ..self.clone() }
     }
 
     async fn read_required(&self, version: u64) -> Result<Arc<Manifest>, OpenError> {

@@ -365,7 +365,7 @@ impl Table {
     async fn write_input(&self, input: Input, check: Option<&predicate::Predicate>) -> Result<Vec<NewFragment>, WriteError> {
         let schema = self.schema();
         let mut chunks = input::chunks(input, schema, Required::Always);
-        let mut writer = FragmentWriter::new(&self.store, &self.env, schema);
+        let mut writer = FragmentWriter::new(&self.store, &self.env, schema).with_progress(self.progress.0.clone());
         let result = async {
             while let Some(chunk) = chunks.next().await {
                 let chunk = chunk?;
