@@ -406,7 +406,10 @@ mod tests {
                 continue;
             }
             let all = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
-            assert!(all.starts_with(&after_first) && all.contains("333"), "{format:?}: {all}");
+            // The table sizes its columns by the first batch: a wider value later is cut
+            // (rows stay aligned); the other formats print it whole.
+            let later = if format == RowFormat::Table { "| 3\u{2026} | NULL |" } else { "333" };
+            assert!(all.starts_with(&after_first) && all.contains(later), "{format:?}: {all}");
             if format == RowFormat::Csv {
                 assert_eq!(all, "id,name\n1,a\n2,\"\"\n333,\n");
             }

@@ -12,8 +12,10 @@ use futures::TryStreamExt;
 /// The schema most tests use.
 pub const SCHEMA: &str = "id bigint not null, name varchar, score double";
 
-pub fn concord_bin() -> &'static str {
-    env!("CARGO_BIN_EXE_concord")
+/// The `concord` binary under test: this build's, or `CONCORD_TEST_BIN` (to run the
+/// CLI tests against another build, e.g. one from before a fix, to see them fail).
+pub fn concord_bin() -> String {
+    std::env::var("CONCORD_TEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_concord").to_string())
 }
 
 /// Runs `concord args...`; returns (exit code, stdout, stderr).
