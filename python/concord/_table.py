@@ -10,14 +10,17 @@ from __future__ import annotations
 import datetime as _dt
 import json
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypedDict, Union
 
 import pyarrow as pa
 
 from . import _concord
 from ._errors import InvalidInputError
 
-__all__ = ["Table", "CommitInfo", "Fragment", "create", "open", "sql", "create_coordinator_table"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = ["Table", "CommitInfo", "Fragment", "WriteOptions", "create", "open", "sql", "create_coordinator_table"]
 
 TimeLike = Union[_dt.datetime, str]
 DurationLike = Union[str, _dt.timedelta]
@@ -165,13 +168,43 @@ def _read_all(export: Any) -> pa.Table:
     return pa.RecordBatchReader.from_stream(export).read_all()
 
 
-def _no_commit_options(kind: str, max_retries: Any, timeout: Any) -> None:
-    """As the CLI refuses --max-retries and --timeout with --stage."""
-    for name, value in (("max_retries", max_retries), ("timeout", timeout)):
-        if value is not None:
-            raise InvalidInputError(
-                f"{name} applies when committing, and stage_{kind} commits nothing; give it to commit_staged instead"
-            )
+class WriteOptions(TypedDict, total=False):
+    """The keyword arguments every write takes (all optional)."""
+
+    #: "serializable" or "snapshot" (default: the table's).
+    isolation: str
+    #: Commit only if the latest version is still this one (compare-and-swap).
+    expect_version: int
+    #: A retry with the same key never writes twice.
+    idempotency_key: str
+    #: Retries after losing a commit race.
+    max_retries: int
+    #: Total time budget of the commit, in seconds (or a datetime.timedelta).
+    timeout: float
+
+
+def _write_options(method: str, options: Mapping[str, Any], committing: bool = True) -> Dict[str, Any]:
+    """The commit options of a write, checked: known names only (as Python would for
+    keyword arguments); ``max_retries`` and ``timeout`` only where something commits
+    (as the CLI refuses them with --stage)."""
+    unknown = [k for k in options if k not in WriteOptions.__annotations__]
+    if unknown:
+        raise TypeError(f"{method}() got an unexpected keyword argument {unknown[0]!r}")
+    out = {k: v for k, v in options.items() if v is not None}
+    if not committing:
+        for name in ("max_retries", "timeout"):
+            if name in out:
+                raise InvalidInputError(f"{name} applies when committing, and {method} commits nothing; give it to commit_staged instead")
+    if "timeout" in out:
+        out["timeout"] = _seconds(out["timeout"], "timeout")
+    return out
+
+
+def _assignments(set: Mapping[str, str]) -> List[Tuple[str, str]]:
+    """An update's ``set`` as (column, SQL expression) pairs."""
+    if not isinstance(set, Mapping) or not set:
+        raise InvalidInputError('set must be a non-empty dict of column name to SQL expression, e.g. {"score": "score + 1"}')
+    return [(str(column), str(expr)) for column, expr in set.items()]
 
 
 class Table:
@@ -241,17 +274,17 @@ class Table:
         return (_reopen, (self.uri, self._storage_options, self.version))
 
     # ---------------------------------------------------------------- writes
+    # Each write is its kind's name and its arguments, handed to the library's one
+    # write (and one stage) through `_write`; the commit options (`WriteOptions`) are
+    # checked once, in `_write_options`.
 
-    def append(
-        self,
-        data: Any,
-        *,
-        isolation: Optional[str] = None,
-        expect_version: Optional[int] = None,
-        idempotency_key: Optional[str] = None,
-        max_retries: Optional[int] = None,
-        timeout: Optional[float] = None,
-    ) -> CommitInfo:
+    def _write(self, kind: str, args: Dict[str, Any], options: Mapping[str, Any]) -> CommitInfo:
+        return _info(self._native.write(kind, args, _write_options(kind, options)))
+
+    def _stage(self, kind: str, args: Dict[str, Any], options: Mapping[str, Any]) -> str:
+        return self._native.stage(kind, args, _write_options(f"stage_{kind}", options, committing=False))
+
+    def append(self, data: Any, **options: Unpack[WriteOptions]) -> CommitInfo:
         """Appends rows, matched to the table's columns by name.
 
         ``data`` is a pyarrow Table, RecordBatch or RecordBatchReader (read as it
@@ -261,180 +294,61 @@ class Table:
         (``InvalidInputError``). An append of no rows commits nothing
         (``CommitInfo.abandoned`` says so).
         """
-        return _info(
-            self._native.append(_stream(data), isolation, expect_version, idempotency_key, max_retries, _seconds(timeout, "timeout"))
-        )
+        return self._write("append", {"data": _stream(data)}, options)
 
-    def delete(
-        self,
-        where: str,
-        *,
-        isolation: Optional[str] = None,
-        expect_version: Optional[int] = None,
-        idempotency_key: Optional[str] = None,
-        max_retries: Optional[int] = None,
-        timeout: Optional[float] = None,
-    ) -> CommitInfo:
+    def delete(self, where: str, **options: Unpack[WriteOptions]) -> CommitInfo:
         """Deletes the rows matching the SQL predicate ``where`` (e.g. ``"score < 0"``).
         A delete matching no row commits nothing."""
-        return _info(self._native.delete(where, isolation, expect_version, idempotency_key, max_retries, _seconds(timeout, "timeout")))
+        return self._write("delete", {"where": where}, options)
 
-    def update(
-        self,
-        set: Mapping[str, str],
-        where: Optional[str] = None,
-        *,
-        isolation: Optional[str] = None,
-        expect_version: Optional[int] = None,
-        idempotency_key: Optional[str] = None,
-        max_retries: Optional[int] = None,
-        timeout: Optional[float] = None,
-    ) -> CommitInfo:
+    def update(self, set: Mapping[str, str], where: Optional[str] = None, **options: Unpack[WriteOptions]) -> CommitInfo:
         """Sets columns to SQL expressions of the row's values (``set={"score":
         "score + 1"}``) on the rows matching ``where`` (every row without one)."""
-        if not isinstance(set, Mapping) or not set:
-            raise InvalidInputError('set must be a non-empty dict of column name to SQL expression, e.g. {"score": "score + 1"}')
-        assignments = [(str(column), str(expr)) for column, expr in set.items()]
-        return _info(
-            self._native.update(assignments, where, isolation, expect_version, idempotency_key, max_retries, _seconds(timeout, "timeout"))
-        )
+        return self._write("update", {"set": _assignments(set), "where": where}, options)
 
-    def merge(
-        self,
-        data: Any,
-        on: Union[str, Sequence[str]],
-        *,
-        isolation: Optional[str] = None,
-        expect_version: Optional[int] = None,
-        idempotency_key: Optional[str] = None,
-        max_retries: Optional[int] = None,
-        timeout: Optional[float] = None,
-    ) -> CommitInfo:
+    def merge(self, data: Any, on: Union[str, Sequence[str]], **options: Unpack[WriteOptions]) -> CommitInfo:
         """Upsert on the key columns ``on``: rows whose key matches a row of ``data``
         take its values (of the columns ``data`` has), the other rows of ``data`` are
         inserted. Keys must be unique in ``data``."""
-        keys = _columns(on) or []
-        return _info(
-            self._native.merge(_stream(data), keys, isolation, expect_version, idempotency_key, max_retries, _seconds(timeout, "timeout"))
-        )
+        return self._write("merge", {"data": _stream(data), "on": _columns(on) or []}, options)
 
-    def overwrite(
-        self,
-        data: Any,
-        where: Optional[str] = None,
-        *,
-        isolation: Optional[str] = None,
-        expect_version: Optional[int] = None,
-        idempotency_key: Optional[str] = None,
-        max_retries: Optional[int] = None,
-        timeout: Optional[float] = None,
-    ) -> CommitInfo:
+    def overwrite(self, data: Any, where: Optional[str] = None, **options: Unpack[WriteOptions]) -> CommitInfo:
         """Replaces every row with ``data``'s rows; with ``where``, only the rows
         matching that SQL predicate, and every row of ``data`` must match it too."""
-        return _info(
-            self._native.overwrite(
-                _stream(data), where, isolation, expect_version, idempotency_key, max_retries, _seconds(timeout, "timeout")
-            )
-        )
+        return self._write("overwrite", {"data": _stream(data), "where": where}, options)
 
-    def restore(
-        self,
-        version: int,
-        *,
-        isolation: Optional[str] = None,
-        expect_version: Optional[int] = None,
-        idempotency_key: Optional[str] = None,
-        max_retries: Optional[int] = None,
-        timeout: Optional[float] = None,
-    ) -> CommitInfo:
+    def restore(self, version: int, **options: Unpack[WriteOptions]) -> CommitInfo:
         """Makes ``version`` (its schema and rows) the newest state, as a new version."""
-        return _info(self._native.restore(version, isolation, expect_version, idempotency_key, max_retries, _seconds(timeout, "timeout")))
+        return self._write("restore", {"version": version}, options)
 
-    def add_column(
-        self,
-        definition: str,
-        *,
-        isolation: Optional[str] = None,
-        expect_version: Optional[int] = None,
-        idempotency_key: Optional[str] = None,
-        max_retries: Optional[int] = None,
-        timeout: Optional[float] = None,
-    ) -> CommitInfo:
+    def add_column(self, definition: str, **options: Unpack[WriteOptions]) -> CommitInfo:
         """Adds a column: ``"name type [not null] [default <SQL expression>]"``.
         Existing rows read the default (NULL without one); no data file is rewritten."""
-        return _info(
-            self._native.add_column(definition, isolation, expect_version, idempotency_key, max_retries, _seconds(timeout, "timeout"))
-        )
+        return self._write("add_column", {"definition": definition}, options)
 
-    def drop_column(
-        self,
-        name: str,
-        *,
-        isolation: Optional[str] = None,
-        expect_version: Optional[int] = None,
-        idempotency_key: Optional[str] = None,
-        max_retries: Optional[int] = None,
-        timeout: Optional[float] = None,
-    ) -> CommitInfo:
+    def drop_column(self, name: str, **options: Unpack[WriteOptions]) -> CommitInfo:
         """Removes a column (its values stay in old data files, unread)."""
-        return _info(self._native.drop_column(name, isolation, expect_version, idempotency_key, max_retries, _seconds(timeout, "timeout")))
+        return self._write("drop_column", {"name": name}, options)
 
-    def rename_column(
-        self,
-        old: str,
-        new: str,
-        *,
-        isolation: Optional[str] = None,
-        expect_version: Optional[int] = None,
-        idempotency_key: Optional[str] = None,
-        max_retries: Optional[int] = None,
-        timeout: Optional[float] = None,
-    ) -> CommitInfo:
-        """Renames a column (by field id: no data file is rewritten)."""
-        return _info(
-            self._native.rename_column(old, new, isolation, expect_version, idempotency_key, max_retries, _seconds(timeout, "timeout"))
-        )
+    def rename_column(self, old: str, new: str, **options: Unpack[WriteOptions]) -> CommitInfo:
+        """Renames a column (by field id: no data file is rewritten); a new name that
+        is not a plain identifier is given in double quotes (``'"Customer ID"'``)."""
+        return self._write("rename_column", {"old": old, "new": new}, options)
 
     def set_properties(
-        self,
-        set: Optional[Mapping[str, str]] = None,
-        unset: Optional[Sequence[str]] = None,
-        *,
-        isolation: Optional[str] = None,
-        expect_version: Optional[int] = None,
-        idempotency_key: Optional[str] = None,
-        max_retries: Optional[int] = None,
-        timeout: Optional[float] = None,
+        self, set: Optional[Mapping[str, str]] = None, unset: Optional[Sequence[str]] = None, **options: Unpack[WriteOptions]
     ) -> CommitInfo:
         """Sets and removes table properties, e.g. ``set={"isolation": "snapshot"}``
         (the default isolation of writes; the CLI's ``alter set-property``)."""
-        return _info(
-            self._native.set_properties(
-                {str(k): str(v) for k, v in (set or {}).items()},
-                list(unset or []),
-                isolation,
-                expect_version,
-                idempotency_key,
-                max_retries,
-                _seconds(timeout, "timeout"),
-            )
-        )
+        args = {"set": {str(k): str(v) for k, v in (set or {}).items()}, "unset": list(unset or [])}
+        return self._write("set_properties", args, options)
 
-    def compact(
-        self,
-        target_rows: Optional[int] = None,
-        *,
-        isolation: Optional[str] = None,
-        expect_version: Optional[int] = None,
-        idempotency_key: Optional[str] = None,
-        max_retries: Optional[int] = None,
-        timeout: Optional[float] = None,
-    ) -> CommitInfo:
+    def compact(self, target_rows: Optional[int] = None, **options: Unpack[WriteOptions]) -> CommitInfo:
         """Rewrites small fragments (fewer live rows than ``target_rows``) and
         fragments with deleted rows into larger ones. Gives way to concurrent writers:
         if nothing is left to do, commits nothing (``CommitInfo.abandoned``)."""
         rows = DEFAULT_COMPACT_TARGET_ROWS if target_rows is None else target_rows
-        return _info(self._native.compact(rows, isolation, expect_version, idempotency_key, max_retries, _seconds(timeout, "timeout")))
+        return self._write("compact", {"target_rows": rows}, options)
 
     def vacuum(self, older_than: DurationLike, *, allow_short_retention: bool = False) -> Dict[str, int]:
         """Removes versions committed more than ``older_than`` ago (``"7d"``, ``"1h"``,
@@ -452,133 +366,54 @@ class Table:
         return dict(self._native.vacuum(seconds, allow_short_retention))
 
     # ---------------------------------------------------------------- staged commits
+    # ``stage_<write>`` prepares the write as ``<write>`` does and records it in the
+    # table without committing it; it returns the staged id, which ``commit_staged``
+    # (from any process) commits. The isolation, expected version and idempotency key
+    # given when staging hold at commit; ``max_retries`` and ``timeout`` belong to
+    # ``commit_staged``.
 
-    def _stage(self, kind: str, args: Dict[str, Any], isolation: Any, expect_version: Any, idempotency_key: Any, max_retries: Any, timeout: Any) -> str:
-        _no_commit_options(kind, max_retries, timeout)
-        return self._native.stage(kind, args, isolation, expect_version, idempotency_key)
+    def stage_append(self, data: Any, **options: Unpack[WriteOptions]) -> str:
+        """Prepares an append (see ``append``) without committing it; returns the staged id."""
+        return self._stage("append", {"data": _stream(data)}, options)
 
-    def stage_append(
-        self,
-        data: Any,
-        *,
-        isolation: Optional[str] = None,
-        expect_version: Optional[int] = None,
-        idempotency_key: Optional[str] = None,
-        max_retries: Optional[int] = None,
-        timeout: Optional[float] = None,
-    ) -> str:
-        """Prepares an append without committing it: writes its data files and a
-        transaction record in the table, and returns the staged id. Commit it (from
-        any process) with ``commit_staged``. The isolation, expected version and
-        idempotency key given here hold at commit; ``max_retries`` and ``timeout``
-        belong to ``commit_staged``."""
-        return self._stage("append", {"data": _stream(data)}, isolation, expect_version, idempotency_key, max_retries, timeout)
-
-    def stage_delete(
-        self,
-        where: str,
-        *,
-        isolation: Optional[str] = None,
-        expect_version: Optional[int] = None,
-        idempotency_key: Optional[str] = None,
-        max_retries: Optional[int] = None,
-        timeout: Optional[float] = None,
-    ) -> str:
+    def stage_delete(self, where: str, **options: Unpack[WriteOptions]) -> str:
         """Prepares a delete (see ``delete``) without committing it; returns the staged id."""
-        return self._stage("delete", {"where": where}, isolation, expect_version, idempotency_key, max_retries, timeout)
+        return self._stage("delete", {"where": where}, options)
 
-    def stage_update(
-        self,
-        set: Mapping[str, str],
-        where: Optional[str] = None,
-        *,
-        isolation: Optional[str] = None,
-        expect_version: Optional[int] = None,
-        idempotency_key: Optional[str] = None,
-        max_retries: Optional[int] = None,
-        timeout: Optional[float] = None,
-    ) -> str:
+    def stage_update(self, set: Mapping[str, str], where: Optional[str] = None, **options: Unpack[WriteOptions]) -> str:
         """Prepares an update (see ``update``) without committing it; returns the staged id."""
-        if not isinstance(set, Mapping) or not set:
-            raise InvalidInputError('set must be a non-empty dict of column name to SQL expression, e.g. {"score": "score + 1"}')
-        args = {"set": [(str(c), str(e)) for c, e in set.items()], "where": where}
-        return self._stage("update", args, isolation, expect_version, idempotency_key, max_retries, timeout)
+        return self._stage("update", {"set": _assignments(set), "where": where}, options)
 
-    def stage_merge(
-        self,
-        data: Any,
-        on: Union[str, Sequence[str]],
-        *,
-        isolation: Optional[str] = None,
-        expect_version: Optional[int] = None,
-        idempotency_key: Optional[str] = None,
-        max_retries: Optional[int] = None,
-        timeout: Optional[float] = None,
-    ) -> str:
+    def stage_merge(self, data: Any, on: Union[str, Sequence[str]], **options: Unpack[WriteOptions]) -> str:
         """Prepares a merge (see ``merge``) without committing it; returns the staged id."""
-        args = {"data": _stream(data), "on": _columns(on) or []}
-        return self._stage("merge", args, isolation, expect_version, idempotency_key, max_retries, timeout)
+        return self._stage("merge", {"data": _stream(data), "on": _columns(on) or []}, options)
 
-    def stage_overwrite(
-        self,
-        data: Any,
-        where: Optional[str] = None,
-        *,
-        isolation: Optional[str] = None,
-        expect_version: Optional[int] = None,
-        idempotency_key: Optional[str] = None,
-        max_retries: Optional[int] = None,
-        timeout: Optional[float] = None,
-    ) -> str:
+    def stage_overwrite(self, data: Any, where: Optional[str] = None, **options: Unpack[WriteOptions]) -> str:
         """Prepares an overwrite (see ``overwrite``) without committing it; returns the staged id."""
-        args = {"data": _stream(data), "where": where}
-        return self._stage("overwrite", args, isolation, expect_version, idempotency_key, max_retries, timeout)
+        return self._stage("overwrite", {"data": _stream(data), "where": where}, options)
 
-    def stage_restore(
-        self,
-        version: int,
-        *,
-        isolation: Optional[str] = None,
-        expect_version: Optional[int] = None,
-        idempotency_key: Optional[str] = None,
-        max_retries: Optional[int] = None,
-        timeout: Optional[float] = None,
-    ) -> str:
+    def stage_restore(self, version: int, **options: Unpack[WriteOptions]) -> str:
         """Prepares a restore (see ``restore``) without committing it; returns the staged id."""
-        return self._stage("restore", {"version": version}, isolation, expect_version, idempotency_key, max_retries, timeout)
+        return self._stage("restore", {"version": version}, options)
 
-    def stage_add_column(self, definition: str, *, isolation: Optional[str] = None, expect_version: Optional[int] = None,
-                         idempotency_key: Optional[str] = None, max_retries: Optional[int] = None, timeout: Optional[float] = None) -> str:
+    def stage_add_column(self, definition: str, **options: Unpack[WriteOptions]) -> str:
         """Prepares ``add_column`` without committing it; returns the staged id."""
-        return self._stage("add_column", {"definition": definition}, isolation, expect_version, idempotency_key, max_retries, timeout)
+        return self._stage("add_column", {"definition": definition}, options)
 
-    def stage_drop_column(self, name: str, *, isolation: Optional[str] = None, expect_version: Optional[int] = None,
-                          idempotency_key: Optional[str] = None, max_retries: Optional[int] = None, timeout: Optional[float] = None) -> str:
+    def stage_drop_column(self, name: str, **options: Unpack[WriteOptions]) -> str:
         """Prepares ``drop_column`` without committing it; returns the staged id."""
-        return self._stage("drop_column", {"name": name}, isolation, expect_version, idempotency_key, max_retries, timeout)
+        return self._stage("drop_column", {"name": name}, options)
 
-    def stage_rename_column(self, old: str, new: str, *, isolation: Optional[str] = None, expect_version: Optional[int] = None,
-                            idempotency_key: Optional[str] = None, max_retries: Optional[int] = None, timeout: Optional[float] = None) -> str:
+    def stage_rename_column(self, old: str, new: str, **options: Unpack[WriteOptions]) -> str:
         """Prepares ``rename_column`` without committing it; returns the staged id."""
-        return self._stage("rename_column", {"old": old, "new": new}, isolation, expect_version, idempotency_key, max_retries, timeout)
+        return self._stage("rename_column", {"old": old, "new": new}, options)
 
-    def stage_compact(self, target_rows: Optional[int] = None, *, isolation: Optional[str] = None, expect_version: Optional[int] = None,
-                      idempotency_key: Optional[str] = None, max_retries: Optional[int] = None, timeout: Optional[float] = None) -> str:
+    def stage_compact(self, target_rows: Optional[int] = None, **options: Unpack[WriteOptions]) -> str:
         """Prepares ``compact`` (rewrites the fragments now) without committing it; returns the staged id."""
         rows = DEFAULT_COMPACT_TARGET_ROWS if target_rows is None else target_rows
-        return self._stage("compact", {"target_rows": rows}, isolation, expect_version, idempotency_key, max_retries, timeout)
+        return self._stage("compact", {"target_rows": rows}, options)
 
-    def commit_staged(
-        self,
-        staged_ids: Union[str, Iterable[str]],
-        *,
-        together: bool = True,
-        isolation: Optional[str] = None,
-        expect_version: Optional[int] = None,
-        idempotency_key: Optional[str] = None,
-        max_retries: Optional[int] = None,
-        timeout: Optional[float] = None,
-    ) -> List[CommitInfo]:
+    def commit_staged(self, staged_ids: Union[str, Iterable[str]], *, together: bool = True, **options: Unpack[WriteOptions]) -> List[CommitInfo]:
         """Commits staged transactions (ids from ``stage_*``, possibly of other
         processes or machines) against whatever the table is now, rebasing or
         re-running as the concurrency contract says. Returns one ``CommitInfo`` each.
@@ -592,9 +427,7 @@ class Table:
         With ``together=False`` they commit one after another, in the order given.
         """
         ids = [staged_ids] if isinstance(staged_ids, str) else [str(i) for i in staged_ids]
-        infos = self._native.commit_staged(
-            ids, together, isolation, expect_version, idempotency_key, max_retries, _seconds(timeout, "timeout")
-        )
+        infos = self._native.commit_staged(ids, together, _write_options("commit_staged", options))
         return [_info(d) for d in infos]
 
     # ---------------------------------------------------------------- reads

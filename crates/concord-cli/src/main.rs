@@ -13,8 +13,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use clap::{Args, Parser, Subcommand};
 use concord::{
-    AlterError, Assignment, CommitOptions, Env, IsolationLevel, PreparedTransaction, RetryPolicy, ScanOptions, Schema, StoreResolver,
-    Table, TableLocation, WriteError,
+    AlterError, Assignment, CommitOptions, Env, IsolationLevel, RetryPolicy, ScanOptions, Schema, StoreResolver, Table, TableLocation,
+    Write, WriteError,
 };
 use futures::TryStreamExt;
 
@@ -331,21 +331,15 @@ impl Command {
 }
 
 impl AlterAction {
-    fn into_op(self) -> Result<(WriteOp, WriteArgs), Failure> {
+    fn into_write(self) -> Result<(Write, WriteArgs), Failure> {
         Ok(match self {
-            AlterAction::AddColumn { definition, write } => (WriteOp::AddColumn(definition), write),
-            AlterAction::DropColumn { name, write } => (WriteOp::DropColumn(name), write),
-            AlterAction::RenameColumn { old, new, write } => (WriteOp::RenameColumn(old, new), write),
+            AlterAction::AddColumn { definition, write } => (Write::AddColumn { definition }, write),
+            AlterAction::DropColumn { name, write } => (Write::DropColumn { name }, write),
+            AlterAction::RenameColumn { old, new, write } => (Write::RenameColumn { from: old, to: new }, write),
             AlterAction::SetProperty { assignments, write } => {
-                let mut set = BTreeMap::new();
-                for a in &assignments {
-                    let (key, value) =
-                        a.split_once('=').ok_or_else(|| WriteError::from(AlterError::BadPropertyAssignment { given: a.clone() }))?;
-                    set.insert(key.trim().to_string(), value.trim().to_string());
-                }
-                (WriteOp::SetProperties(set, Vec::new()), write)
+                (Write::SetProperties { set: property_assignments(&assignments)?, unset: Vec::new() }, write)
             }
-            AlterAction::UnsetProperty { keys, write } => (WriteOp::SetProperties(BTreeMap::new(), keys), write),
+            AlterAction::UnsetProperty { keys, write } => (Write::SetProperties { set: BTreeMap::new(), unset: keys }, write),
         })
     }
 }
@@ -425,62 +419,6 @@ impl WriteArgs {
     }
 }
 
-/// A write command's operation, prepared and committed the same way for all.
-enum WriteOp {
-    Append(Vec<PathBuf>),
-    Overwrite(Vec<PathBuf>, Option<String>),
-    Restore(u64),
-    Delete(String),
-    Update(Vec<Assignment>, Option<String>),
-    Merge(PathBuf, Vec<String>),
-    AddColumn(String),
-    DropColumn(String),
-    RenameColumn(String, String),
-    SetProperties(BTreeMap<String, String>, Vec<String>),
-    Compact(u64),
-}
-
-/// Compaction progress on stderr (stdout carries only the outcome).
-fn compact_progress(done: usize, total: usize) {
-    if total > 0 {
-        eprintln!("compact: rewrote {done} of {total} group{}", if total == 1 { "" } else { "s" });
-    }
-}
-
-impl WriteOp {
-    async fn prepare(&self, table: &Table) -> Result<PreparedTransaction, WriteError> {
-        match self {
-            WriteOp::Append(files) => table.prepare_append(files.clone()).await,
-            WriteOp::Overwrite(files, filter) => table.prepare_overwrite(files.clone(), filter.as_deref()).await,
-            WriteOp::Restore(version) => table.prepare_restore(*version).await,
-            WriteOp::Delete(sql) => table.prepare_delete(sql).await,
-            WriteOp::Update(set, sql) => table.prepare_update(set, sql.as_deref()).await,
-            WriteOp::Merge(file, keys) => table.prepare_merge(file.clone(), keys).await,
-            WriteOp::AddColumn(definition) => table.prepare_add_column(definition).await,
-            WriteOp::DropColumn(name) => table.prepare_drop_column(name).await,
-            WriteOp::RenameColumn(from, to) => table.prepare_rename_column(from, to).await,
-            WriteOp::SetProperties(set, unset) => table.prepare_set_properties(set, unset).await,
-            WriteOp::Compact(target) => table.prepare_compact(*target, &compact_progress).await,
-        }
-    }
-
-    async fn run(&self, table: &Table, options: &CommitOptions) -> Result<concord::CommitInfo, WriteError> {
-        match self {
-            WriteOp::Append(files) => table.append(files.clone(), options).await,
-            WriteOp::Overwrite(files, filter) => table.overwrite(files.clone(), filter.as_deref(), options).await,
-            WriteOp::Restore(version) => table.restore(*version, options).await,
-            WriteOp::Delete(sql) => table.delete(sql, options).await,
-            WriteOp::Update(set, sql) => table.update(set, sql.as_deref(), options).await,
-            WriteOp::Merge(file, keys) => table.merge(file.clone(), keys, options).await,
-            WriteOp::AddColumn(definition) => table.add_column(definition, options).await,
-            WriteOp::DropColumn(name) => table.drop_column(name, options).await,
-            WriteOp::RenameColumn(from, to) => table.rename_column(from, to, options).await,
-            WriteOp::SetProperties(set, unset) => table.set_properties(set, unset, options).await,
-            WriteOp::Compact(target) => table.compact(*target, options, &compact_progress).await,
-        }
-    }
-}
-
 struct Context {
     resolver: StoreResolver,
     env: Env,
@@ -501,7 +439,7 @@ impl Context {
 
     /// Runs a write command: commit it, or with --stage only prepare and record it
     /// (with its isolation, expected version and idempotency key).
-    async fn write(&self, uri: &str, op: WriteOp, write: &WriteArgs) -> Result<(), Failure> {
+    async fn write(&self, uri: &str, op: Write, write: &WriteArgs) -> Result<(), Failure> {
         write.check_stage()?;
         let table = self.open(uri).await?;
         let bar = progress::Bar::for_terminal();
@@ -510,11 +448,11 @@ impl Context {
             None => table,
         };
         if write.stage {
-            let txn = op.prepare(&table).await?;
+            let txn = table.prepare(op).await?;
             let id = table.stage(&txn, &write.options()).await?;
             output::print_staged(id, write.json)?;
         } else {
-            let outcome = op.run(&table, &write.options()).await;
+            let outcome = table.write(op, &write.options()).await;
             drop(bar);
             output::print_commit(&outcome?, write.json)?;
         }
@@ -562,17 +500,19 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let table = Table::create_with_properties(cx.location(&uri)?, cx.env.clone(), schema, &properties).await?;
             println!("created {} at version {}", table.uri(), table.version());
         }
-        Command::Append { uri, files, write } => cx.write(&uri, WriteOp::Append(files), &write).await?,
-        Command::Overwrite { uri, files, filter, write } => cx.write(&uri, WriteOp::Overwrite(files, filter), &write).await?,
-        Command::Restore { uri, version, write } => cx.write(&uri, WriteOp::Restore(version), &write).await?,
-        Command::Delete { uri, filter, write } => cx.write(&uri, WriteOp::Delete(filter), &write).await?,
-        Command::Update { uri, set, filter, write } => cx.write(&uri, WriteOp::Update(set, filter), &write).await?,
-        Command::Merge { uri, file, on, write } => cx.write(&uri, WriteOp::Merge(file, on), &write).await?,
+        Command::Append { uri, files, write } => cx.write(&uri, Write::Append { input: files.into() }, &write).await?,
+        Command::Overwrite { uri, files, filter, write } => {
+            cx.write(&uri, Write::Overwrite { input: files.into(), filter }, &write).await?
+        }
+        Command::Restore { uri, version, write } => cx.write(&uri, Write::Restore { version }, &write).await?,
+        Command::Delete { uri, filter, write } => cx.write(&uri, Write::Delete { filter }, &write).await?,
+        Command::Update { uri, set, filter, write } => cx.write(&uri, Write::Update { set, filter }, &write).await?,
+        Command::Merge { uri, file, on, write } => cx.write(&uri, Write::Merge { input: file.into(), on }, &write).await?,
         Command::Alter { uri, action } => {
-            let (op, write) = action.into_op()?;
+            let (op, write) = action.into_write()?;
             cx.write(&uri, op, &write).await?
         }
-        Command::Compact { uri, target_rows, write } => cx.write(&uri, WriteOp::Compact(target_rows), &write).await?,
+        Command::Compact { uri, target_rows, write } => cx.write(&uri, Write::Compact { target_rows }, &write).await?,
         Command::Commit { uri, staged_ids, together, write } => {
             if write.stage {
                 return Err(usage("`concord commit` commits staged transactions; --stage does not apply to it".into()));

@@ -261,7 +261,7 @@ pub fn print_commit(info: &CommitInfo, as_json: bool) -> Result<(), Failure> {
     if as_json {
         let value = json!({
             "version": info.version,
-            "operation": info.operation,
+            "operation": info.operation.name(),
             "attempts": info.attempts,
             "rows_written": info.rows_written,
             "rows_deleted": info.rows_deleted,

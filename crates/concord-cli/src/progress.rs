@@ -1,5 +1,6 @@
 //! Progress of long writes on stderr, when it is a terminal: rows taken from the input,
-//! bytes written, and the rate. Nothing when stderr is a file or a pipe.
+//! bytes written, and the rate (for a compaction, the groups rewritten). Nothing when
+//! stderr is a file or a pipe.
 
 use std::io::IsTerminal;
 use std::sync::Arc;
@@ -31,6 +32,9 @@ impl Bar {
         let (bar, started) = (self.bar.clone(), self.started);
         Arc::new(move |p: WriteProgress| {
             let seconds = started.elapsed().as_secs_f64().max(1e-3);
+            if p.groups > 0 {
+                return bar.set_message(format!("compact: rewrote {} of {} groups", p.groups_rewritten, p.groups));
+            }
             bar.set_message(format!(
                 "{} rows read, {} written, {} rows/s",
                 p.rows,

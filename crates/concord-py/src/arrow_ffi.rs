@@ -53,18 +53,23 @@ pub(crate) fn import_schema(obj: &Bound<'_, PyAny>) -> PyResult<ArrowSchema> {
     Ok(ArrowSchema::try_from(ffi).map_err(Error::BadData)?)
 }
 
-/// The caller's stream as the library's `Input::Stream`. Must be called on the runtime.
+/// The caller's stream as the library's `Input::Stream`. Its reader starts on a
+/// blocking thread of the runtime when the stream is first polled (so this may be
+/// called anywhere).
 pub(crate) fn input_stream(reader: ArrowArrayStreamReader) -> BoxStream<'static, Result<RecordBatch, ArrowError>> {
-    let (tx, rx) = tokio::sync::mpsc::channel(INPUT_CHANNEL_BATCHES);
-    tokio::task::spawn_blocking(move || {
-        for item in reader {
-            // The write stopped (it failed, or refused a batch): stop reading.
-            if tx.blocking_send(item).is_err() {
-                return;
+    let start = async move {
+        let (tx, rx) = tokio::sync::mpsc::channel(INPUT_CHANNEL_BATCHES);
+        tokio::task::spawn_blocking(move || {
+            for item in reader {
+                // The write stopped (it failed, or refused a batch): stop reading.
+                if tx.blocking_send(item).is_err() {
+                    return;
+                }
             }
-        }
-    });
-    futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) }).boxed()
+        });
+        futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) })
+    };
+    futures::stream::once(start).flatten().boxed()
 }
 
 /// Batches of a scan, produced on the runtime ahead of their consumer.

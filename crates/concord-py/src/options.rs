@@ -6,25 +6,27 @@ use arrow::datatypes::{DataType, Schema as ArrowSchema};
 use chrono::{DateTime, Utc};
 use concord::{CommitOptions, IsolationLevel, RetryPolicy, Schema, StoreResolver};
 
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
 use crate::errors::Error;
 
-/// How a write commits: the CLI's `--isolation`, `--expect-version`,
-/// `--idempotency-key`, `--max-retries` and `--timeout` (here in seconds).
-pub(crate) fn commit_options(
-    isolation: Option<&str>,
-    expect_version: Option<u64>,
-    idempotency_key: Option<String>,
-    max_retries: Option<u32>,
-    timeout: Option<f64>,
-) -> Result<CommitOptions, Error> {
-    let isolation = isolation.map(parse_isolation).transpose()?;
+/// How a write commits (the CLI's `--isolation`, `--expect-version`,
+/// `--idempotency-key`, `--max-retries` and `--timeout`, here in seconds) from the
+/// Python package's dict of them (names as `WriteOptions` in python/concord/_table.py,
+/// checked there).
+pub(crate) fn commit_options(options: &Bound<'_, PyDict>) -> PyResult<CommitOptions> {
+    let get = |name: &str| -> PyResult<Option<Bound<'_, PyAny>>> { Ok(options.get_item(name)?.filter(|v| !v.is_none())) };
+    let isolation = get("isolation")?.map(|v| v.extract::<String>()).transpose()?.map(|s| parse_isolation(&s)).transpose()?;
     let mut retry = RetryPolicy::default();
-    if let Some(n) = max_retries {
-        retry.max_attempts = n.saturating_add(1);
+    if let Some(n) = get("max_retries")? {
+        retry.max_attempts = n.extract::<u32>()?.saturating_add(1);
     }
-    if let Some(seconds) = timeout {
-        retry.timeout = seconds_to_duration("timeout", seconds)?;
+    if let Some(seconds) = get("timeout")? {
+        retry.timeout = seconds_to_duration("timeout", seconds.extract()?)?;
     }
+    let expect_version = get("expect_version")?.map(|v| v.extract()).transpose()?;
+    let idempotency_key = get("idempotency_key")?.map(|v| v.extract()).transpose()?;
     Ok(CommitOptions { isolation, expect_version, retry, idempotency_key })
 }
 

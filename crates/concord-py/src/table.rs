@@ -6,9 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use arrow::ffi_stream::ArrowArrayStreamReader;
-use concord::{
-    Assignment, CommitInfo, CommitOptions, Env, Fragment, PreparedTransaction, ScanOptions, Schema, SqlSession, Table, WriteError,
-};
+use concord::{Assignment, CommitInfo, Env, Fragment, Input, OperationKind, ScanOptions, Schema, SqlSession, Table, Write};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 
@@ -17,65 +15,41 @@ use crate::errors::Error;
 use crate::options::{commit_options, parse_time, schema_from_arrow, Origin};
 use crate::runtime::{guard, run};
 
-/// A write or schema change, prepared and committed the same way for all (as the
-/// CLI's `WriteOp`).
-enum Op {
-    Append(ArrowArrayStreamReader),
-    Overwrite(ArrowArrayStreamReader, Option<String>),
-    Restore(u64),
-    Delete(String),
-    Update(Vec<Assignment>, Option<String>),
-    Merge(ArrowArrayStreamReader, Vec<String>),
-    AddColumn(String),
-    DropColumn(String),
-    RenameColumn(String, String),
-    SetProperties(BTreeMap<String, String>, Vec<String>),
-    Compact(u64),
-}
-
-fn no_progress(_: usize, _: usize) {}
-
-impl Op {
-    /// Prepare and commit. Runs on the runtime (the input stream starts its reader there).
-    async fn run(self, table: &Table, options: &CommitOptions) -> Result<CommitInfo, WriteError> {
-        match self {
-            Op::Append(data) => table.append(input_stream(data), options).await,
-            Op::Overwrite(data, filter) => table.overwrite(input_stream(data), filter.as_deref(), options).await,
-            Op::Restore(version) => table.restore(version, options).await,
-            Op::Delete(sql) => table.delete(&sql, options).await,
-            Op::Update(set, sql) => table.update(&set, sql.as_deref(), options).await,
-            Op::Merge(data, keys) => table.merge(input_stream(data), &keys, options).await,
-            Op::AddColumn(definition) => table.add_column(&definition, options).await,
-            Op::DropColumn(name) => table.drop_column(&name, options).await,
-            Op::RenameColumn(from, to) => table.rename_column(&from, &to, options).await,
-            Op::SetProperties(set, unset) => table.set_properties(&set, &unset, options).await,
-            Op::Compact(target) => table.compact(target, options, &no_progress).await,
+/// The library's write of `kind` (an operation's name) from the Python package's
+/// arguments (`python/concord/_table.py` builds them). The one translation of writes.
+fn write_of(kind: &str, args: &Bound<'_, PyDict>) -> PyResult<Write> {
+    let get = |name: &str| -> PyResult<Bound<'_, PyAny>> {
+        args.get_item(name)?.ok_or_else(|| Error::Internal(format!("{kind}: missing argument {name}")).into())
+    };
+    let opt = |name: &str| -> PyResult<Option<String>> {
+        match args.get_item(name)? {
+            Some(v) if !v.is_none() => Ok(Some(v.extract()?)),
+            _ => Ok(None),
         }
-    }
-
-    /// Prepare only (for staging).
-    async fn prepare(self, table: &Table) -> Result<PreparedTransaction, WriteError> {
-        match self {
-            Op::Append(data) => table.prepare_append(input_stream(data)).await,
-            Op::Overwrite(data, filter) => table.prepare_overwrite(input_stream(data), filter.as_deref()).await,
-            Op::Restore(version) => table.prepare_restore(version).await,
-            Op::Delete(sql) => table.prepare_delete(&sql).await,
-            Op::Update(set, sql) => table.prepare_update(&set, sql.as_deref()).await,
-            Op::Merge(data, keys) => table.prepare_merge(input_stream(data), &keys).await,
-            Op::AddColumn(definition) => table.prepare_add_column(&definition).await,
-            Op::DropColumn(name) => table.prepare_drop_column(&name).await,
-            Op::RenameColumn(from, to) => table.prepare_rename_column(&from, &to).await,
-            Op::SetProperties(set, unset) => table.prepare_set_properties(&set, &unset).await,
-            Op::Compact(target) => table.prepare_compact(target, &no_progress).await,
-        }
-    }
+    };
+    let input = |name: &str| -> PyResult<Input> { Ok(Input::Stream(input_stream(reader(&get(name)?)?))) };
+    let Some(kind) = OperationKind::parse(kind) else { return Err(Error::Internal(format!("no write '{kind}'")).into()) };
+    Ok(match kind {
+        OperationKind::Append => Write::Append { input: input("data")? },
+        OperationKind::Overwrite => Write::Overwrite { input: input("data")?, filter: opt("where")? },
+        OperationKind::Delete => Write::Delete { filter: get("where")?.extract()? },
+        OperationKind::Update => Write::Update { set: assignments(get("set")?.extract()?), filter: opt("where")? },
+        OperationKind::Merge => Write::Merge { input: input("data")?, on: get("on")?.extract()? },
+        OperationKind::Restore => Write::Restore { version: get("version")?.extract()? },
+        OperationKind::AddColumn => Write::AddColumn { definition: get("definition")?.extract()? },
+        OperationKind::DropColumn => Write::DropColumn { name: get("name")?.extract()? },
+        OperationKind::RenameColumn => Write::RenameColumn { from: get("old")?.extract()?, to: get("new")?.extract()? },
+        OperationKind::SetProperties => Write::SetProperties { set: get("set")?.extract()?, unset: get("unset")?.extract()? },
+        OperationKind::Compact => Write::Compact { target_rows: get("target_rows")?.extract()? },
+        other => return Err(Error::Internal(format!("'{other}' is not a write")).into()),
+    })
 }
 
 /// A commit's outcome as a dict (python/concord/_table.py makes it a `CommitInfo`).
 fn commit_info<'py>(py: Python<'py>, info: &CommitInfo) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("version", info.version)?;
-    d.set_item("operation", &info.operation)?;
+    d.set_item("operation", info.operation.name())?;
     d.set_item("attempts", info.attempts)?;
     d.set_item("rows_written", info.rows_written)?;
     d.set_item("rows_deleted", info.rows_deleted)?;
@@ -141,25 +115,6 @@ impl NativeTable {
         }
     }
 
-    fn write(&self, py: Python<'_>, op: Op, options: CommitOptions) -> PyResult<Py<PyDict>> {
-        let table = self.current(py)?;
-        let (info, newest) = run(py, async move {
-            let info = op.run(&table, &options).await?;
-            Ok((info, table.newest_known()))
-        })?;
-        self.advance(newest);
-        Ok(commit_info(py, &info)?.unbind())
-    }
-
-    fn stage_op(&self, py: Python<'_>, op: Op, options: CommitOptions) -> PyResult<String> {
-        let table = self.current(py)?;
-        let id = run(py, async move {
-            let txn = op.prepare(&table).await?;
-            Ok(table.stage(&txn, &options).await?)
-        })?;
-        Ok(id.to_string())
-    }
-
     /// The table at `version` or `as_of` (RFC 3339), or the handle's version.
     async fn at(table: Table, version: Option<u64>, as_of: Option<String>) -> Result<Table, Error> {
         match (version, as_of) {
@@ -180,12 +135,6 @@ fn reader(data: &Bound<'_, PyAny>) -> PyResult<ArrowArrayStreamReader> {
 }
 
 /// The write options every write takes.
-macro_rules! options {
-    ($isolation:expr, $expect:expr, $key:expr, $retries:expr, $timeout:expr) => {
-        commit_options($isolation.as_deref(), $expect, $key, $retries, $timeout)?
-    };
-}
-
 #[pymethods]
 impl NativeTable {
     /// The table's URI, as given.
@@ -231,261 +180,40 @@ impl NativeTable {
         })
     }
 
-    #[pyo3(signature = (data, isolation=None, expect_version=None, idempotency_key=None, max_retries=None, timeout=None))]
-    fn append(
-        &self,
-        py: Python<'_>,
-        data: &Bound<'_, PyAny>,
-        isolation: Option<String>,
-        expect_version: Option<u64>,
-        idempotency_key: Option<String>,
-        max_retries: Option<u32>,
-        timeout: Option<f64>,
-    ) -> PyResult<Py<PyDict>> {
+    /// Prepares and commits a write: `kind`, an operation's name, with its arguments
+    /// (see `write_of`) and the commit options (see `commit_options`).
+    fn write(&self, py: Python<'_>, kind: &str, args: &Bound<'_, PyDict>, options: &Bound<'_, PyDict>) -> PyResult<Py<PyDict>> {
         guard(|| {
-            let options = options!(isolation, expect_version, idempotency_key, max_retries, timeout);
-            self.write(py, Op::Append(reader(data)?), options)
+            let (write, options) = (write_of(kind, args)?, commit_options(options)?);
+            let table = self.current(py)?;
+            let (info, newest) = run(py, async move {
+                let info = table.write(write, &options).await?;
+                Ok((info, table.newest_known()))
+            })?;
+            self.advance(newest);
+            Ok(commit_info(py, &info)?.unbind())
         })
     }
 
-    #[pyo3(signature = (data, filter=None, isolation=None, expect_version=None, idempotency_key=None, max_retries=None, timeout=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn overwrite(
-        &self,
-        py: Python<'_>,
-        data: &Bound<'_, PyAny>,
-        filter: Option<String>,
-        isolation: Option<String>,
-        expect_version: Option<u64>,
-        idempotency_key: Option<String>,
-        max_retries: Option<u32>,
-        timeout: Option<f64>,
-    ) -> PyResult<Py<PyDict>> {
+    /// Prepares a write (as `write`) and records it as a staged transaction; returns
+    /// its id.
+    fn stage(&self, py: Python<'_>, kind: &str, args: &Bound<'_, PyDict>, options: &Bound<'_, PyDict>) -> PyResult<String> {
         guard(|| {
-            let options = options!(isolation, expect_version, idempotency_key, max_retries, timeout);
-            self.write(py, Op::Overwrite(reader(data)?, filter), options)
-        })
-    }
-
-    #[pyo3(signature = (filter, isolation=None, expect_version=None, idempotency_key=None, max_retries=None, timeout=None))]
-    fn delete(
-        &self,
-        py: Python<'_>,
-        filter: String,
-        isolation: Option<String>,
-        expect_version: Option<u64>,
-        idempotency_key: Option<String>,
-        max_retries: Option<u32>,
-        timeout: Option<f64>,
-    ) -> PyResult<Py<PyDict>> {
-        guard(|| {
-            let options = options!(isolation, expect_version, idempotency_key, max_retries, timeout);
-            self.write(py, Op::Delete(filter), options)
-        })
-    }
-
-    #[pyo3(signature = (set, filter=None, isolation=None, expect_version=None, idempotency_key=None, max_retries=None, timeout=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn update(
-        &self,
-        py: Python<'_>,
-        set: Vec<(String, String)>,
-        filter: Option<String>,
-        isolation: Option<String>,
-        expect_version: Option<u64>,
-        idempotency_key: Option<String>,
-        max_retries: Option<u32>,
-        timeout: Option<f64>,
-    ) -> PyResult<Py<PyDict>> {
-        guard(|| {
-            let options = options!(isolation, expect_version, idempotency_key, max_retries, timeout);
-            self.write(py, Op::Update(assignments(set), filter), options)
-        })
-    }
-
-    #[pyo3(signature = (data, on, isolation=None, expect_version=None, idempotency_key=None, max_retries=None, timeout=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn merge(
-        &self,
-        py: Python<'_>,
-        data: &Bound<'_, PyAny>,
-        on: Vec<String>,
-        isolation: Option<String>,
-        expect_version: Option<u64>,
-        idempotency_key: Option<String>,
-        max_retries: Option<u32>,
-        timeout: Option<f64>,
-    ) -> PyResult<Py<PyDict>> {
-        guard(|| {
-            let options = options!(isolation, expect_version, idempotency_key, max_retries, timeout);
-            self.write(py, Op::Merge(reader(data)?, on), options)
-        })
-    }
-
-    #[pyo3(signature = (version, isolation=None, expect_version=None, idempotency_key=None, max_retries=None, timeout=None))]
-    fn restore(
-        &self,
-        py: Python<'_>,
-        version: u64,
-        isolation: Option<String>,
-        expect_version: Option<u64>,
-        idempotency_key: Option<String>,
-        max_retries: Option<u32>,
-        timeout: Option<f64>,
-    ) -> PyResult<Py<PyDict>> {
-        guard(|| {
-            let options = options!(isolation, expect_version, idempotency_key, max_retries, timeout);
-            self.write(py, Op::Restore(version), options)
-        })
-    }
-
-    #[pyo3(signature = (definition, isolation=None, expect_version=None, idempotency_key=None, max_retries=None, timeout=None))]
-    fn add_column(
-        &self,
-        py: Python<'_>,
-        definition: String,
-        isolation: Option<String>,
-        expect_version: Option<u64>,
-        idempotency_key: Option<String>,
-        max_retries: Option<u32>,
-        timeout: Option<f64>,
-    ) -> PyResult<Py<PyDict>> {
-        guard(|| {
-            let options = options!(isolation, expect_version, idempotency_key, max_retries, timeout);
-            self.write(py, Op::AddColumn(definition), options)
-        })
-    }
-
-    #[pyo3(signature = (name, isolation=None, expect_version=None, idempotency_key=None, max_retries=None, timeout=None))]
-    fn drop_column(
-        &self,
-        py: Python<'_>,
-        name: String,
-        isolation: Option<String>,
-        expect_version: Option<u64>,
-        idempotency_key: Option<String>,
-        max_retries: Option<u32>,
-        timeout: Option<f64>,
-    ) -> PyResult<Py<PyDict>> {
-        guard(|| {
-            let options = options!(isolation, expect_version, idempotency_key, max_retries, timeout);
-            self.write(py, Op::DropColumn(name), options)
-        })
-    }
-
-    #[pyo3(signature = (old, new, isolation=None, expect_version=None, idempotency_key=None, max_retries=None, timeout=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn rename_column(
-        &self,
-        py: Python<'_>,
-        old: String,
-        new: String,
-        isolation: Option<String>,
-        expect_version: Option<u64>,
-        idempotency_key: Option<String>,
-        max_retries: Option<u32>,
-        timeout: Option<f64>,
-    ) -> PyResult<Py<PyDict>> {
-        guard(|| {
-            let options = options!(isolation, expect_version, idempotency_key, max_retries, timeout);
-            self.write(py, Op::RenameColumn(old, new), options)
-        })
-    }
-
-    #[pyo3(signature = (set, unset, isolation=None, expect_version=None, idempotency_key=None, max_retries=None, timeout=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn set_properties(
-        &self,
-        py: Python<'_>,
-        set: BTreeMap<String, String>,
-        unset: Vec<String>,
-        isolation: Option<String>,
-        expect_version: Option<u64>,
-        idempotency_key: Option<String>,
-        max_retries: Option<u32>,
-        timeout: Option<f64>,
-    ) -> PyResult<Py<PyDict>> {
-        guard(|| {
-            let options = options!(isolation, expect_version, idempotency_key, max_retries, timeout);
-            self.write(py, Op::SetProperties(set, unset), options)
-        })
-    }
-
-    #[pyo3(signature = (target_rows, isolation=None, expect_version=None, idempotency_key=None, max_retries=None, timeout=None))]
-    fn compact(
-        &self,
-        py: Python<'_>,
-        target_rows: u64,
-        isolation: Option<String>,
-        expect_version: Option<u64>,
-        idempotency_key: Option<String>,
-        max_retries: Option<u32>,
-        timeout: Option<f64>,
-    ) -> PyResult<Py<PyDict>> {
-        guard(|| {
-            let options = options!(isolation, expect_version, idempotency_key, max_retries, timeout);
-            self.write(py, Op::Compact(target_rows), options)
-        })
-    }
-
-    /// Prepares a write (`kind` and its arguments as the write's) and records it as a
-    /// staged transaction; returns its id.
-    #[pyo3(signature = (kind, args, isolation=None, expect_version=None, idempotency_key=None))]
-    fn stage(
-        &self,
-        py: Python<'_>,
-        kind: &str,
-        args: &Bound<'_, PyDict>,
-        isolation: Option<String>,
-        expect_version: Option<u64>,
-        idempotency_key: Option<String>,
-    ) -> PyResult<String> {
-        guard(|| {
-            let options = options!(isolation, expect_version, idempotency_key, None, None);
-            let get = |name: &str| -> PyResult<Bound<'_, PyAny>> {
-                args.get_item(name)?.ok_or_else(|| Error::Internal(format!("stage({kind}): missing argument {name}")).into())
-            };
-            let opt_str = |name: &str| -> PyResult<Option<String>> {
-                match args.get_item(name)? {
-                    None => Ok(None),
-                    Some(v) if v.is_none() => Ok(None),
-                    Some(v) => Ok(Some(v.extract()?)),
-                }
-            };
-            let op = match kind {
-                "append" => Op::Append(reader(&get("data")?)?),
-                "overwrite" => Op::Overwrite(reader(&get("data")?)?, opt_str("where")?),
-                "delete" => Op::Delete(get("where")?.extract()?),
-                "update" => Op::Update(assignments(get("set")?.extract()?), opt_str("where")?),
-                "merge" => Op::Merge(reader(&get("data")?)?, get("on")?.extract()?),
-                "restore" => Op::Restore(get("version")?.extract()?),
-                "add_column" => Op::AddColumn(get("definition")?.extract()?),
-                "drop_column" => Op::DropColumn(get("name")?.extract()?),
-                "rename_column" => Op::RenameColumn(get("old")?.extract()?, get("new")?.extract()?),
-                "compact" => Op::Compact(get("target_rows")?.extract()?),
-                other => return Err(Error::Internal(format!("no staged operation '{other}'")).into()),
-            };
-            self.stage_op(py, op, options)
+            let (write, options) = (write_of(kind, args)?, commit_options(options)?);
+            let table = self.current(py)?;
+            let id = run(py, async move {
+                let txn = table.prepare(write).await?;
+                Ok(table.stage(&txn, &options).await?)
+            })?;
+            Ok(id.to_string())
         })
     }
 
     /// Commits staged transactions: all in one version, or none (`together`), or one
     /// after another in the order given. Returns one outcome per id.
-    #[pyo3(signature = (ids, together, isolation=None, expect_version=None, idempotency_key=None, max_retries=None, timeout=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn commit_staged(
-        &self,
-        py: Python<'_>,
-        ids: Vec<String>,
-        together: bool,
-        isolation: Option<String>,
-        expect_version: Option<u64>,
-        idempotency_key: Option<String>,
-        max_retries: Option<u32>,
-        timeout: Option<f64>,
-    ) -> PyResult<Py<PyList>> {
+    fn commit_staged(&self, py: Python<'_>, ids: Vec<String>, together: bool, options: &Bound<'_, PyDict>) -> PyResult<Py<PyList>> {
         guard(|| {
-            let options = options!(isolation, expect_version, idempotency_key, max_retries, timeout);
+            let options = commit_options(options)?;
             let table = self.current(py)?;
             let (infos, newest) = run(py, async move {
                 let mut txns = Vec::with_capacity(ids.len());

@@ -70,8 +70,8 @@ pub use error::{
 };
 pub use format::manifest::{
     Assignment, ColumnStats, CompactGroup, CompactInput, DataFile, DeletionRef, Fragment, FragmentDeletion, IsolationLevel, Manifest,
-    NewColumn, NewFragment, Operation, PartialMerge, SegmentRef, TransactionRecord, FORMAT_VERSION, INLINE_SEGMENT_FRAGMENTS,
-    PROPERTY_ISOLATION,
+    NewColumn, NewFragment, Operation, OperationKind, PartialMerge, SegmentRef, TransactionRecord, FORMAT_VERSION,
+    INLINE_SEGMENT_FRAGMENTS, PROPERTY_ISOLATION,
 };
 pub use format::naming::{parse_version_file_name, version_file_name};
 pub use format::schema::{
@@ -92,7 +92,7 @@ pub use storage::{
     TableLocationBuilder, MAX_METADATA_BYTES, PROBE_RACERS, PROBE_STALE_AFTER,
 };
 pub use table::{
-    Input, ProgressFn, ScanOptions, Table, TableScan, TransactionInfo, VacuumReport, VersionInfo, WriteProgress,
+    Input, ProgressFn, ScanOptions, Table, TableScan, TransactionInfo, VacuumReport, VersionInfo, Write, WriteProgress,
     DEFAULT_COMPACT_TARGET_ROWS, MIN_VACUUM_RETENTION,
 };
 pub use txn::conflict::{resolve as resolve_conflict, RerunScope, Resolution, Winner};

@@ -5,7 +5,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use concord::{CommitOptions, IsolationLevel, StoreResolver, Table};
+use concord::{CommitOptions, IsolationLevel, StoreResolver, Table, Write};
 
 use crate::common::*;
 
@@ -48,7 +48,7 @@ async fn table_with(ids: std::ops::Range<i64>) -> (Table, StoreResolver, Written
 async fn delete_removes_matching_rows_and_keeps_history() {
     let (table, _r, written) = table_with(0..10).await;
     let info = table.delete("id % 2 = 0", &CommitOptions::default()).await.unwrap();
-    assert_eq!((info.version, info.rows_deleted, info.operation.as_str()), (2, 5, "delete"));
+    assert_eq!((info.version, info.rows_deleted, info.operation.name()), (2, 5, "delete"));
     let latest = table.latest().await.unwrap();
     assert_eq!(ids(&latest).await, vec![1, 3, 5, 7, 9]);
     assert_eq!(latest.count(None).await.unwrap(), 5);
@@ -159,7 +159,7 @@ async fn delete_over_each_winner_rebases_or_reruns() {
     ];
     for case in cases {
         let (table, _r, mut written) = table_with(0..10).await;
-        let staged = table.prepare_delete(case.ours).await.unwrap();
+        let staged = table.prepare(Write::Delete { filter: case.ours.into() }).await.unwrap();
         commit_winner(&table, &case.winner, &mut written).await;
         let info = table.commit(&staged, &with_isolation(case.isolation)).await.unwrap_or_else(|e| panic!("{}: {e}", case.name));
         assert_eq!(info.rerun, case.expect_rerun, "{}", case.name);
@@ -182,7 +182,7 @@ async fn delete_over_each_winner_rebases_or_reruns() {
 #[tokio::test]
 async fn writes_over_a_winning_delete_rebase() {
     let (table, _r, _) = table_with(0..10).await;
-    let append = table.prepare_append(&[rows(table.schema(), [4, 40])]).await.unwrap();
+    let append = table.prepare(Write::Append { input: (&[rows(table.schema(), [4, 40])]).into() }).await.unwrap();
     table.delete("id = 4", &CommitOptions::default()).await.unwrap();
     let info = table.commit(&append, &CommitOptions::default()).await.unwrap();
     assert_eq!((info.rebased_over.clone(), info.rerun), (vec![2], false));
@@ -192,12 +192,12 @@ async fn writes_over_a_winning_delete_rebase() {
         "the appended 4 survives: it came after the delete"
     );
 
-    let overwrite = table.prepare_overwrite(&[rows(table.schema(), [100])], None).await.unwrap();
+    let overwrite = table.prepare(Write::Overwrite { input: (&[rows(table.schema(), [100])]).into(), filter: None }).await.unwrap();
     table.delete("id = 3", &CommitOptions::default()).await.unwrap();
     table.commit(&overwrite, &CommitOptions::default()).await.unwrap();
     assert_eq!(ids(&table.latest().await.unwrap()).await, vec![100]);
 
-    let restore = table.prepare_restore(1).await.unwrap();
+    let restore = table.prepare(Write::Restore { version: 1 }).await.unwrap();
     table.delete("id > 100", &CommitOptions::default()).await.unwrap();
     table.commit(&restore, &CommitOptions::default()).await.unwrap();
     assert_eq!(ids(&table.latest().await.unwrap()).await, (0..10).collect::<Vec<_>>());
@@ -273,12 +273,15 @@ async fn overwrite_where_replaces_matching_rows_and_reruns_over_appends() {
     let (table, _r, mut written) = table_with(0..10).await;
     let info = table.overwrite(&[rows(table.schema(), [0, 3])], Some("id < 5"), &CommitOptions::default()).await.unwrap();
     written.insert(info.transaction_id, vec![0, 3]);
-    assert_eq!((info.operation.as_str(), info.rows_written, info.rows_deleted), ("overwrite", 2, 5));
+    assert_eq!((info.operation.name(), info.rows_written, info.rows_deleted), ("overwrite", 2, 5));
     assert_eq!(ids(&table.latest().await.unwrap()).await, vec![0, 3, 5, 6, 7, 8, 9]);
 
     for isolation in [IsolationLevel::Serializable, IsolationLevel::Snapshot] {
         let (table, _r, mut written) = table_with(0..10).await;
-        let staged = table.prepare_overwrite(&[rows(table.schema(), [200])], Some("id % 2 = 0")).await.unwrap();
+        let staged = table
+            .prepare(Write::Overwrite { input: (&[rows(table.schema(), [200])]).into(), filter: Some("id % 2 = 0".into()) })
+            .await
+            .unwrap();
         let appended = table.append(&[rows(table.schema(), [20, 21])], &CommitOptions::default()).await.unwrap();
         written.insert(appended.transaction_id, vec![20, 21]);
         let info = table.commit(&staged, &with_isolation(isolation)).await.unwrap();
@@ -312,7 +315,7 @@ async fn a_rerun_reads_only_the_winners_fragments() {
     for start in (0..1000).step_by(10) {
         table.append(&[rows(table.schema(), start..start + 10)], &CommitOptions::default()).await.unwrap();
     }
-    let (staged, prepare) = counting.measure(table.prepare_delete("id % 2 = 0")).await;
+    let (staged, prepare) = counting.measure(table.prepare(Write::Delete { filter: "id % 2 = 0".into() })).await;
     let staged = staged.unwrap();
     table.append(&[rows(table.schema(), 1000..1010)], &CommitOptions::default()).await.unwrap();
     let (info, commit) = counting.measure(table.commit(&staged, &CommitOptions::default())).await;

@@ -255,8 +255,8 @@ async fn concurrent_partial_upserts_of_one_new_key_leave_one_row_with_both_chang
     )
     .unwrap();
     let keys = vec!["id".to_string()];
-    let first = table.prepare_merge(&[names], &keys).await.unwrap();
-    let second = table.prepare_merge(&[scores], &keys).await.unwrap();
+    let first = table.prepare(concord::Write::Merge { input: (&[names]).into(), on: keys.clone() }).await.unwrap();
+    let second = table.prepare(concord::Write::Merge { input: (&[scores]).into(), on: keys.clone() }).await.unwrap();
     table.commit(&first, &Default::default()).await.unwrap();
     let info = table.commit(&second, &Default::default()).await.unwrap();
     assert!(info.rerun, "the second re-matched the key the first inserted");

@@ -67,7 +67,7 @@ async fn writer(table: Table, seed: u64, ops: usize, tight_budget: bool) -> Log 
                 table.restore(pick(latest + 1), &options).await.map(|i| (i, None))
             }
             // Compaction yields to the others; it may find nothing left to do.
-            20 | 21 => table.compact(1 + pick(40), &options, &|_, _| {}).await.map(|i| (i, None)),
+            20 | 21 => table.compact(1 + pick(40), &options).await.map(|i| (i, None)),
             // A column nobody writes: added (or, if there, dropped) concurrently.
             _ => {
                 let latest = table.latest().await.unwrap();

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use concord::arrow::array::{Array, AsArray, Int64Array, RecordBatch, StringArray};
 use concord::arrow::datatypes::{Int32Type, Int64Type};
-use concord::{Assignment, CommitError, CommitOptions, IsolationLevel, PreparedTransaction, StoreResolver, Table, WriteError};
+use concord::{Assignment, CommitError, CommitOptions, IsolationLevel, PreparedTransaction, StoreResolver, Table, Write, WriteError};
 
 use crate::common::*;
 
@@ -229,29 +229,29 @@ async fn prepare(table: &Table, op: Op, as_ours: bool) -> PreparedTransaction {
     let append_rows: Vec<(i64, i64, &str)> =
         if as_ours { vec![(100, 1000, "a100"), (101, 1010, "a101")] } else { vec![(50, 500, "a50"), (51, 510, "a51")] };
     let result = match op {
-        Append | AppendNoTag => table.prepare_append(&[batch(table, &append_rows, op == Append)]).await,
-        Delete if as_ours => table.prepare_delete("id % 2 = 0").await,
-        DeleteOnTag if as_ours => table.prepare_delete("tag = 't4'").await,
-        Delete | DeleteOnTag => table.prepare_delete("id = 3").await,
-        Update if as_ours => table.prepare_update(&set("x", "x + 1"), Some("id < 3")).await,
-        UpdateTag if as_ours => table.prepare_update(&set("tag", "'u'"), Some("id < 3")).await,
-        Update | UpdateTag => table.prepare_update(&set("x", "x * 2"), Some("id < 4")).await,
+        Append | AppendNoTag => table.prepare(Write::Append { input: (&[batch(table, &append_rows, op == Append)]).into() }).await,
+        Delete if as_ours => table.prepare(Write::Delete { filter: "id % 2 = 0".into() }).await,
+        DeleteOnTag if as_ours => table.prepare(Write::Delete { filter: "tag = 't4'".into() }).await,
+        Delete | DeleteOnTag => table.prepare(Write::Delete { filter: "id = 3".into() }).await,
+        Update if as_ours => table.prepare(Write::Update { set: set("x", "x + 1"), filter: Some("id < 3".into()) }).await,
+        UpdateTag if as_ours => table.prepare(Write::Update { set: set("tag", "'u'"), filter: Some("id < 3".into()) }).await,
+        Update | UpdateTag => table.prepare(Write::Update { set: set("x", "x * 2"), filter: Some("id < 4".into()) }).await,
         Merge | MergeNoTag => {
             let source: Vec<(i64, i64, &str)> =
                 if as_ours { vec![(2, 222, "m2"), (100, 1000, "m100")] } else { vec![(2, 2000, "wm2"), (61, 610, "wm61")] };
-            table.prepare_merge(&[batch(table, &source, op == Merge)], &["id".to_string()]).await
+            table.prepare(Write::Merge { input: (&[batch(table, &source, op == Merge)]).into(), on: (&["id".to_string()]).to_vec() }).await
         }
         Overwrite => {
             let new: Vec<(i64, i64, String)> =
                 if as_ours { vec![(300, 3000, "o300".into())] } else { vec![(200, 2000, "o200".into()), (201, 2010, "o201".into())] };
             let new: Vec<(i64, i64, &str)> = new.iter().map(|(a, b, c)| (*a, *b, c.as_str())).collect();
-            table.prepare_overwrite(&[batch(table, &new, true)], None).await
+            table.prepare(Write::Overwrite { input: (&[batch(table, &new, true)]).into(), filter: None }).await
         }
-        Restore => table.prepare_restore(1).await,
-        AddColumn if as_ours => table.prepare_add_column("extra bigint").await,
-        AddColumn => table.prepare_add_column("extra int default 5").await,
-        DropColumn => table.prepare_drop_column("tag").await,
-        Compact => table.prepare_compact(concord::DEFAULT_COMPACT_TARGET_ROWS, &|_, _| {}).await,
+        Restore => table.prepare(Write::Restore { version: 1 }).await,
+        AddColumn if as_ours => table.prepare(Write::AddColumn { definition: "extra bigint".into() }).await,
+        AddColumn => table.prepare(Write::AddColumn { definition: "extra int default 5".into() }).await,
+        DropColumn => table.prepare(Write::DropColumn { name: "tag".into() }).await,
+        Compact => table.prepare(Write::Compact { target_rows: concord::DEFAULT_COMPACT_TARGET_ROWS }).await,
     };
     result.unwrap_or_else(|e| panic!("preparing {op:?}: {e}"))
 }
@@ -317,7 +317,7 @@ async fn run_cell(ours: Op, winner: Op, isolation: IsolationLevel, expected: Out
             R
         }
         Err(WriteError::Commit(CommitError::Incompatible { winner_version, winner_operation, reason })) => {
-            if *winner_version != won.version || *winner_operation != won.operation || reason.to_string().is_empty() {
+            if *winner_version != won.version || *winner_operation != won.operation.name() || reason.to_string().is_empty() {
                 return Err(format!("incompatible error names version {winner_version} ({winner_operation}): {reason}"));
             }
             I

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use concord::arrow::array::{AsArray, Int64Array, RecordBatch, StringArray};
 use concord::arrow::datatypes::Int64Type;
-use concord::{CommitOptions, InputError, IsolationLevel, StoreResolver, Table, WriteError};
+use concord::{CommitOptions, InputError, IsolationLevel, StoreResolver, Table, Write, WriteError};
 
 use crate::common::*;
 
@@ -50,7 +50,7 @@ async fn merge_updates_matches_and_inserts_the_rest() {
     let (table, _r) = table_of(&[(1, "a"), (2, "b")]).await;
     let keys = vec!["id".to_string()];
     let info = table.merge(&[kv(&table, &[(2, "B"), (3, "C")])], &keys, &CommitOptions::default()).await.unwrap();
-    assert_eq!((info.operation.as_str(), info.rows_written, info.rows_deleted), ("merge", 2, 1));
+    assert_eq!((info.operation.name(), info.rows_written, info.rows_deleted), ("merge", 2, 1));
     assert_eq!(pairs(&table).await, owned(&[(1, "a"), (2, "B"), (3, "C")]));
     let before = table.latest().await.unwrap().version();
     let err = table.merge(&[kv(&table, &[(4, "x"), (4, "y")])], &keys, &CommitOptions::default()).await.unwrap_err();
@@ -68,8 +68,8 @@ async fn concurrent_upserts_of_one_new_key_leave_one_row() {
         (IsolationLevel::Snapshot, owned(&[(1, "a"), (7, "first"), (7, "second")])),
     ] {
         let (table, _r) = table_of(&[(1, "a")]).await;
-        let first = table.prepare_merge(&[kv(&table, &[(7, "first")])], &keys).await.unwrap();
-        let second = table.prepare_merge(&[kv(&table, &[(7, "second")])], &keys).await.unwrap();
+        let first = table.prepare(Write::Merge { input: (&[kv(&table, &[(7, "first")])]).into(), on: keys.clone() }).await.unwrap();
+        let second = table.prepare(Write::Merge { input: (&[kv(&table, &[(7, "second")])]).into(), on: keys.clone() }).await.unwrap();
         let options = CommitOptions { isolation: Some(level), ..CommitOptions::default() };
         table.commit(&first, &options).await.unwrap();
         let info = table.commit(&second, &options).await.unwrap();

@@ -8,7 +8,7 @@ use concord::object_store::memory::InMemory;
 use concord::object_store::path::Path;
 use concord::{
     Clock, CommitError, CommitOptions, Env, LatestLookup, ObjectStoreCoordinator, Schema, StdRandom, StoreKind, Table, TableLocation,
-    WriteError,
+    Write, WriteError,
 };
 
 use crate::common::*;
@@ -79,7 +79,7 @@ fn an_incompatible_member_of_a_group_fails_alone() {
         // Prepared while `name` exists: these appends write it.
         let mut early = Vec::new();
         for i in 0..4i64 {
-            early.push(table.prepare_append(rows(table.schema(), [i])).await.unwrap());
+            early.push(table.prepare(Write::Append { input: rows(table.schema(), [i]).into() }).await.unwrap());
         }
         // Another process drops `name`.
         let other = Table::open(location, env).await.unwrap();

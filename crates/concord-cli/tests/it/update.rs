@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use concord::arrow::array::{AsArray, Int64Array, RecordBatch};
 use concord::arrow::datatypes::Int64Type;
-use concord::{Assignment, CommitOptions, IsolationLevel, StoreResolver, Table};
+use concord::{Assignment, CommitOptions, IsolationLevel, StoreResolver, Table, Write};
 
 use crate::common::*;
 
@@ -54,7 +54,7 @@ fn isolation(level: IsolationLevel) -> CommitOptions {
 async fn update_sets_values_on_matching_rows() {
     let (table, _r) = table_of(&[(1, 10), (2, 20), (3, 30)]).await;
     let info = table.update(&set("x", "x * 2 + id"), Some("id >= 2"), &CommitOptions::default()).await.unwrap();
-    assert_eq!((info.operation.as_str(), info.rows_written, info.rows_deleted), ("update", 2, 2));
+    assert_eq!((info.operation.name(), info.rows_written, info.rows_deleted), ("update", 2, 2));
     assert_eq!(values(&table).await, BTreeMap::from([(1, 10), (2, 42), (3, 63)]));
     let all = table.update(&set("x", "0"), None, &CommitOptions::default()).await.unwrap();
     assert_eq!(all.rows_written, 3, "no predicate: every row");
@@ -68,8 +68,8 @@ async fn update_sets_values_on_matching_rows() {
 #[tokio::test]
 async fn concurrent_increments_of_one_row_both_take_effect() {
     let (table, _r) = table_of(&[(1, 10), (2, 20)]).await;
-    let first = table.prepare_update(&set("x", "x + 1"), Some("id = 1")).await.unwrap();
-    let second = table.prepare_update(&set("x", "x + 1"), Some("id = 1")).await.unwrap();
+    let first = table.prepare(Write::Update { set: set("x", "x + 1"), filter: Some("id = 1".into()) }).await.unwrap();
+    let second = table.prepare(Write::Update { set: set("x", "x + 1"), filter: Some("id = 1".into()) }).await.unwrap();
     table.commit(&first, &CommitOptions::default()).await.unwrap();
     let info = table.commit(&second, &CommitOptions::default()).await.unwrap();
     assert!(info.rerun);
@@ -131,7 +131,7 @@ async fn update_over_each_winner() {
     ];
     for (name, winner, level, rerun, expected) in cases {
         let (table, _r) = table_of(&[(1, 10), (2, 20)]).await;
-        let staged = table.prepare_update(&set("x", "x + 1"), None).await.unwrap();
+        let staged = table.prepare(Write::Update { set: set("x", "x + 1"), filter: None }).await.unwrap();
         winner(&table).await;
         let info = table.commit(&staged, &isolation(level)).await.unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(info.rerun, rerun, "{name}");
@@ -144,7 +144,7 @@ async fn update_over_each_winner() {
 async fn update_over_a_delete_elsewhere_rebases() {
     let (table, _r) = table_of(&[(1, 10), (2, 20)]).await;
     table.append(&[rows(&table, &[(9, 90)])], &CommitOptions::default()).await.unwrap();
-    let staged = table.prepare_update(&set("x", "x + 1"), Some("id <= 2")).await.unwrap();
+    let staged = table.prepare(Write::Update { set: set("x", "x + 1"), filter: Some("id <= 2".into()) }).await.unwrap();
     table.delete("id = 9", &CommitOptions::default()).await.unwrap();
     let info = table.commit(&staged, &CommitOptions::default()).await.unwrap();
     assert!(!info.rerun);
@@ -155,7 +155,7 @@ async fn update_over_a_delete_elsewhere_rebases() {
 #[tokio::test]
 async fn delete_over_a_winning_update_sees_the_new_values() {
     let (table, _r) = table_of(&[(1, 10), (2, 20)]).await;
-    let staged = table.prepare_delete("x > 15").await.unwrap();
+    let staged = table.prepare(Write::Delete { filter: "x > 15".into() }).await.unwrap();
     table.update(&set("x", "x + 10"), Some("id = 1"), &CommitOptions::default()).await.unwrap();
     let info = table.commit(&staged, &CommitOptions::default()).await.unwrap();
     assert!(info.rerun);

@@ -354,24 +354,107 @@ pub enum Operation {
     },
 }
 
+/// What kind of operation a transaction is: its name in the history, in outcomes and
+/// in idempotency checks (a key belongs to one kind).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum OperationKind {
+    /// Version 0.
+    Create,
+    /// Adds rows.
+    Append,
+    /// Replaces every row, or the rows matching a predicate.
+    Overwrite,
+    /// Makes an old version the newest state.
+    Restore,
+    /// Deletes rows.
+    Delete,
+    /// Sets columns of rows.
+    Update,
+    /// Upserts on keys.
+    Merge,
+    /// Adds a column.
+    AddColumn,
+    /// Removes a column.
+    DropColumn,
+    /// Renames a column.
+    RenameColumn,
+    /// Sets or removes table properties.
+    SetProperties,
+    /// Rewrites fragments.
+    Compact,
+}
+
+impl OperationKind {
+    /// Every kind.
+    pub const ALL: [OperationKind; 12] = [
+        OperationKind::Create,
+        OperationKind::Append,
+        OperationKind::Overwrite,
+        OperationKind::Restore,
+        OperationKind::Delete,
+        OperationKind::Update,
+        OperationKind::Merge,
+        OperationKind::AddColumn,
+        OperationKind::DropColumn,
+        OperationKind::RenameColumn,
+        OperationKind::SetProperties,
+        OperationKind::Compact,
+    ];
+
+    /// Its name, as in the history (`append`, `add_column`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            OperationKind::Create => "create",
+            OperationKind::Append => "append",
+            OperationKind::Overwrite => "overwrite",
+            OperationKind::Restore => "restore",
+            OperationKind::Delete => "delete",
+            OperationKind::Update => "update",
+            OperationKind::Merge => "merge",
+            OperationKind::AddColumn => "add_column",
+            OperationKind::DropColumn => "drop_column",
+            OperationKind::RenameColumn => "rename_column",
+            OperationKind::SetProperties => "set_properties",
+            OperationKind::Compact => "compact",
+        }
+    }
+
+    /// The kind of this name.
+    pub fn parse(name: &str) -> Option<OperationKind> {
+        OperationKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+impl std::fmt::Display for OperationKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 impl Operation {
+    /// The operation's kind (an overwrite of the rows matching a predicate is an
+    /// overwrite).
+    pub fn kind(&self) -> OperationKind {
+        match self {
+            Operation::Create => OperationKind::Create,
+            Operation::Append { .. } => OperationKind::Append,
+            Operation::Overwrite { .. } | Operation::ReplaceWhere { .. } => OperationKind::Overwrite,
+            Operation::Restore { .. } => OperationKind::Restore,
+            Operation::Delete { .. } => OperationKind::Delete,
+            Operation::Update { .. } => OperationKind::Update,
+            Operation::Merge { .. } => OperationKind::Merge,
+            Operation::AddColumn { .. } => OperationKind::AddColumn,
+            Operation::DropColumn { .. } => OperationKind::DropColumn,
+            Operation::RenameColumn { .. } => OperationKind::RenameColumn,
+            Operation::SetProperties { .. } => OperationKind::SetProperties,
+            Operation::Compact { .. } => OperationKind::Compact,
+        }
+    }
+
     /// The operation's name, as in the history.
     pub fn name(&self) -> &'static str {
-        match self {
-            Operation::Create => "create",
-            Operation::Append { .. } => "append",
-            Operation::Overwrite { .. } => "overwrite",
-            Operation::Restore { .. } => "restore",
-            Operation::Delete { .. } => "delete",
-            Operation::ReplaceWhere { .. } => "overwrite",
-            Operation::Update { .. } => "update",
-            Operation::Merge { .. } => "merge",
-            Operation::AddColumn { .. } => "add_column",
-            Operation::DropColumn { .. } => "drop_column",
-            Operation::RenameColumn { .. } => "rename_column",
-            Operation::SetProperties { .. } => "set_properties",
-            Operation::Compact { .. } => "compact",
-        }
+        self.kind().name()
     }
 
     /// Rows this operation adds, as written before commit.

@@ -7,14 +7,14 @@ use arrow::array::{Array, RecordBatch, RecordBatchOptions};
 use arrow::datatypes::Schema as ArrowSchema;
 use chrono::{DateTime, Utc};
 
-use super::Table;
+use super::{Table, WriteProgress};
 use crate::error::{AlterError, DefaultProblem, PredicateError, WriteError};
 use crate::format::manifest::{IsolationLevel, NewColumn, Operation, PROPERTY_ISOLATION};
 use crate::format::schema::{ColumnSpec, Field, Schema, SchemaParseError, MAX_COLUMNS};
 use crate::io::cast::{self, CastFailure};
 use crate::io::predicate;
 use crate::io::writer::MAX_ROWS_PER_FILE;
-use crate::txn::{compact, CommitInfo, CommitOptions, PreparedTransaction};
+use crate::txn::{compact, PreparedTransaction};
 
 /// Compaction's default `target_rows`: one full data file.
 pub const DEFAULT_COMPACT_TARGET_ROWS: u64 = MAX_ROWS_PER_FILE as u64;
@@ -23,47 +23,8 @@ pub const DEFAULT_COMPACT_TARGET_ROWS: u64 = MAX_ROWS_PER_FILE as u64;
 const KNOWN_PROPERTIES: &[(&str, &str)] = &[(PROPERTY_ISOLATION, "serializable or snapshot")];
 
 impl Table {
-    /// Adds a column: `"name type [not null] [default <SQL expression>]"`. Existing rows
-    /// read it as the default (NULL without one); no data file is rewritten.
-    pub async fn add_column(&self, definition: &str, options: &CommitOptions) -> Result<CommitInfo, WriteError> {
-        self.run(options, "add_column", self.prepare_add_column(definition)).await
-    }
-
-    /// Removes a column. Its values stay in old data files, unread.
-    pub async fn drop_column(&self, name: &str, options: &CommitOptions) -> Result<CommitInfo, WriteError> {
-        self.run(options, "drop_column", self.prepare_drop_column(name)).await
-    }
-
-    /// Renames a column (by field id: no data file is rewritten).
-    pub async fn rename_column(&self, from: &str, to: &str, options: &CommitOptions) -> Result<CommitInfo, WriteError> {
-        self.run(options, "rename_column", self.prepare_rename_column(from, to)).await
-    }
-
-    /// Sets (`set`) and removes (`unset`) table properties, e.g. `isolation=snapshot`.
-    pub async fn set_properties(
-        &self,
-        set: &BTreeMap<String, String>,
-        unset: &[String],
-        options: &CommitOptions,
-    ) -> Result<CommitInfo, WriteError> {
-        self.run(options, "set_properties", self.prepare_set_properties(set, unset)).await
-    }
-
-    /// Rewrites small fragments (fewer live rows than `target_rows`) and fragments with
-    /// deleted rows into fragments of up to `target_rows` rows. Gives way to concurrent
-    /// writers; if nothing is left to do, commits nothing (`CommitInfo::abandoned`).
-    /// `progress(done, total)` is called as groups of fragments are rewritten.
-    pub async fn compact(
-        &self,
-        target_rows: u64,
-        options: &CommitOptions,
-        progress: &(dyn Fn(usize, usize) + Sync),
-    ) -> Result<CommitInfo, WriteError> {
-        self.run(options, "compact", self.prepare_compact(target_rows, progress)).await
-    }
-
-    /// Prepares [`Table::add_column`].
-    pub async fn prepare_add_column(&self, definition: &str) -> Result<PreparedTransaction, WriteError> {
+    /// Prepares an added column (`name type [not null] [default <SQL expression>]`).
+    pub(super) async fn prepare_add_column(&self, definition: &str) -> Result<PreparedTransaction, WriteError> {
         let base = self.write_base().await?;
         let spec = ColumnSpec::parse(definition).map_err(AlterError::from)?;
         if base.schema().field(&spec.name).is_some() {
@@ -85,8 +46,8 @@ impl Table {
         Ok(base.transaction(Operation::AddColumn { column }, now))
     }
 
-    /// Prepares [`Table::drop_column`].
-    pub async fn prepare_drop_column(&self, name: &str) -> Result<PreparedTransaction, WriteError> {
+    /// Prepares a dropped column.
+    pub(super) async fn prepare_drop_column(&self, name: &str) -> Result<PreparedTransaction, WriteError> {
         let base = self.write_base().await?;
         let field = base.existing_column(name)?;
         if base.schema().fields.len() == 1 {
@@ -95,8 +56,8 @@ impl Table {
         Ok(base.transaction(Operation::DropColumn { field_id: field.id, name: field.name.clone() }, base.env.clock.now()))
     }
 
-    /// Prepares [`Table::rename_column`].
-    pub async fn prepare_rename_column(&self, from: &str, to: &str) -> Result<PreparedTransaction, WriteError> {
+    /// Prepares a renamed column.
+    pub(super) async fn prepare_rename_column(&self, from: &str, to: &str) -> Result<PreparedTransaction, WriteError> {
         let base = self.write_base().await?;
         let field = base.existing_column(from)?;
         // The new name as written, or in double quotes (`"Customer ID"`).
@@ -111,8 +72,8 @@ impl Table {
         Ok(base.transaction(Operation::RenameColumn { field_id: field.id, from: field.name.clone(), to }, base.env.clock.now()))
     }
 
-    /// Prepares [`Table::set_properties`].
-    pub async fn prepare_set_properties(
+    /// Prepares a change of table properties.
+    pub(super) async fn prepare_set_properties(
         &self,
         set: &BTreeMap<String, String>,
         unset: &[String],
@@ -122,23 +83,23 @@ impl Table {
         Ok(base.transaction(Operation::SetProperties { set, unset: unset.to_vec() }, base.env.clock.now()))
     }
 
-    /// Plans and rewrites the groups (see [`Table::compact`]); commits nothing.
-    pub async fn prepare_compact(
-        &self,
-        target_rows: u64,
-        progress: &(dyn Fn(usize, usize) + Sync),
-    ) -> Result<PreparedTransaction, WriteError> {
+    /// Plans and rewrites the groups of a compaction (telling the handle's progress
+    /// function as groups are rewritten); commits nothing.
+    pub(super) async fn prepare_compact(&self, target_rows: u64) -> Result<PreparedTransaction, WriteError> {
         if target_rows == 0 {
             return Err(AlterError::BadTargetRows { given: target_rows }.into());
         }
         let base = self.write_base().await?;
         let plan = compact::plan(&base.fragments().await?, target_rows);
         let mut groups = Vec::with_capacity(plan.len());
+        let report = |done: usize| {
+            self.progress.report(WriteProgress { groups_rewritten: done as u64, groups: plan.len() as u64, ..WriteProgress::default() })
+        };
         for (done, fragments) in plan.iter().enumerate() {
-            progress(done, plan.len());
+            report(done);
             groups.push(compact::rewrite(&base.store, &base.env, base.schema(), fragments).await?);
         }
-        progress(plan.len(), plan.len());
+        report(plan.len());
         Ok(base.transaction(Operation::Compact { target_rows, groups }, base.env.clock.now()))
     }
 

@@ -5,6 +5,7 @@ mod maintain;
 mod read;
 mod vacuum;
 mod write;
+mod writes;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -22,6 +23,7 @@ pub use input::Input;
 pub use maintain::DEFAULT_COMPACT_TARGET_ROWS;
 pub use read::{ScanOptions, TableScan, TransactionInfo, VersionInfo};
 pub use vacuum::{VacuumReport, MIN_VACUUM_RETENTION};
+pub use writes::Write;
 
 /// A table at one version. Cheap to clone. Writes commit on top of the latest version
 /// (rebasing as the concurrency contract says), not necessarily this handle's version.
@@ -39,8 +41,8 @@ pub struct Table {
     progress: Progress,
 }
 
-/// How far a write has come in writing its data: rows taken from the input (checked
-/// and encoded) and bytes of data files written.
+/// How far a write has come: rows taken from the input (checked and encoded) and
+/// bytes of data files written; for a compaction, groups of fragments rewritten.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct WriteProgress {
@@ -48,6 +50,10 @@ pub struct WriteProgress {
     pub rows: u64,
     /// Bytes of data files written so far.
     pub bytes_written: u64,
+    /// Compaction: groups rewritten so far, of `groups`.
+    pub groups_rewritten: u64,
+    /// Compaction: groups to rewrite.
+    pub groups: u64,
 }
 
 /// A function told a write's [`WriteProgress`] as it goes (see [`Table::with_progress`]).
@@ -56,6 +62,15 @@ pub type ProgressFn = Arc<dyn Fn(WriteProgress) + Send + Sync>;
 /// An optional [`ProgressFn`].
 #[derive(Clone, Default)]
 pub(crate) struct Progress(pub(crate) Option<ProgressFn>);
+
+impl Progress {
+    /// Tells the function, if any.
+    pub(crate) fn report(&self, progress: WriteProgress) {
+        if let Some(f) = &self.0 {
+            f(progress);
+        }
+    }
+}
 
 impl std::fmt::Debug for Progress {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

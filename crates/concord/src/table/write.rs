@@ -1,8 +1,6 @@
 //! Writing: prepare (write data or deletion files, build the transaction), then
 //! commit, or stage the prepared transaction to commit later (two-phase).
 
-use std::future::Future;
-
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -20,85 +18,20 @@ use crate::io::writer::FragmentWriter;
 use crate::txn::{commit, delete, keys, merge, update, CommitInfo, CommitOptions, PreparedTransaction, StagedOptions};
 
 // Every prepare starts from the latest version at the time of the call: a long-lived
-// handle then has no backlog of winners to judge at commit.
+// handle then has no backlog of winners to judge at commit. `Table::prepare`
+// (`writes.rs`) is the one dispatch over the kinds of write.
 impl Table {
-    /// Appends rows (batches, files or a stream: see [`Input`]), matched to the schema
-    /// by column name. Rows are checked and written as they arrive; if any row does not
-    /// fit, nothing is committed (and the files written so far are removed).
-    pub fn append<'a>(
-        &'a self,
-        input: impl Into<Input>,
-        options: &'a CommitOptions,
-    ) -> impl Future<Output = Result<CommitInfo, WriteError>> + Send + 'a {
-        let prepare = self.prepare_append(input);
-        async move { self.run(options, "append", prepare).await }
+    /// Prepares an append: writes its data files.
+    pub(super) async fn prepare_append(&self, input: Input) -> Result<PreparedTransaction, WriteError> {
+        let base = self.write_base().await?;
+        let now = base.env.clock.now();
+        let fragments = base.write_input(input, None).await?;
+        Ok(base.transaction(Operation::Append { fragments }, now))
     }
 
-    /// Replaces every row with the input's rows; with `filter`, only the rows matching
-    /// that SQL predicate, every new row having to match it too (as Delta's
-    /// replaceWhere).
-    pub fn overwrite<'a>(
-        &'a self,
-        input: impl Into<Input>,
-        filter: Option<&'a str>,
-        options: &'a CommitOptions,
-    ) -> impl Future<Output = Result<CommitInfo, WriteError>> + Send + 'a {
-        let prepare = self.prepare_overwrite(input, filter);
-        async move { self.run(options, "overwrite", prepare).await }
-    }
-
-    /// Makes version `version` (schema and rows) the newest state, as a new version.
-    pub async fn restore(&self, version: u64, options: &CommitOptions) -> Result<CommitInfo, WriteError> {
-        self.run(options, "restore", self.prepare_restore(version)).await
-    }
-
-    /// Sets columns to SQL expressions of the row's values, on the rows matching the SQL
-    /// predicate `sql` (every row without one).
-    pub async fn update(&self, set: &[Assignment], sql: Option<&str>, options: &CommitOptions) -> Result<CommitInfo, WriteError> {
-        self.run(options, "update", self.prepare_update(set, sql)).await
-    }
-
-    /// Upsert on key columns: rows whose key matches a source row take its values (of
-    /// the columns the source has; the others keep theirs), the other source rows are
-    /// inserted. Keys must be unique in the source.
-    pub fn merge<'a>(
-        &'a self,
-        input: impl Into<Input>,
-        keys: &'a [String],
-        options: &'a CommitOptions,
-    ) -> impl Future<Output = Result<CommitInfo, WriteError>> + Send + 'a {
-        let prepare = self.prepare_merge(input, keys);
-        async move { self.run(options, "merge", prepare).await }
-    }
-
-    /// Deletes the rows matching the SQL predicate `sql`.
-    pub async fn delete(&self, sql: &str, options: &CommitOptions) -> Result<CommitInfo, WriteError> {
-        self.run(options, "delete", self.prepare_delete(sql)).await
-    }
-
-    /// Prepares an append (see [`Table::append`]): writes its data files.
-    pub fn prepare_append(&self, input: impl Into<Input>) -> impl Future<Output = Result<PreparedTransaction, WriteError>> + Send + '_ {
-        let input = input.into();
-        async move {
-            let base = self.write_base().await?;
-            let now = base.env.clock.now();
-            let fragments = base.write_input(input, None).await?;
-            Ok(base.transaction(Operation::Append { fragments }, now))
-        }
-    }
-
-    /// Prepares an overwrite (see [`Table::overwrite`]): writes its data files and,
-    /// with a filter, the deletion vectors of the rows it replaces.
-    pub fn prepare_overwrite<'a>(
-        &'a self,
-        input: impl Into<Input>,
-        filter: Option<&'a str>,
-    ) -> impl Future<Output = Result<PreparedTransaction, WriteError>> + Send + 'a {
-        let input = input.into();
-        async move { self.prepare_overwrite_of(input, filter).await }
-    }
-
-    async fn prepare_overwrite_of(&self, input: Input, filter: Option<&str>) -> Result<PreparedTransaction, WriteError> {
+    /// Prepares an overwrite: writes its data files and, with a filter, the deletion
+    /// vectors of the rows it replaces.
+    pub(super) async fn prepare_overwrite(&self, input: Input, filter: Option<&str>) -> Result<PreparedTransaction, WriteError> {
         let base = self.write_base().await?;
         let now = base.env.clock.now();
         let Some(sql) = filter else {
@@ -122,8 +55,8 @@ impl Table {
         Ok(base.transaction(Operation::ReplaceWhere { predicate: sql.to_string(), columns, deletions, fragments }, now))
     }
 
-    /// Prepares [`Table::restore`].
-    pub async fn prepare_restore(&self, version: u64) -> Result<PreparedTransaction, WriteError> {
+    /// Prepares a restore of `version`.
+    pub(super) async fn prepare_restore(&self, version: u64) -> Result<PreparedTransaction, WriteError> {
         if let Err(e) = self.checkout(version).await {
             return Err(match e {
                 OpenError::VersionNotFound { version, oldest, latest } => WriteError::NoSuchVersion { version, oldest, latest },
@@ -134,26 +67,18 @@ impl Table {
         Ok(base.transaction(Operation::Restore { version }, base.env.clock.now()))
     }
 
-    /// Finds the live rows matching `sql` and writes them as deletion vectors.
-    pub async fn prepare_delete(&self, sql: &str) -> Result<PreparedTransaction, WriteError> {
+    /// Prepares a delete: finds the live rows matching `sql` and writes them as
+    /// deletion vectors.
+    pub(super) async fn prepare_delete(&self, sql: &str) -> Result<PreparedTransaction, WriteError> {
         let base = self.write_base().await?;
         let now = base.env.clock.now();
         let (columns, deletions) = base.find_deletions(sql, now).await?;
         Ok(base.transaction(Operation::Delete { predicate: sql.to_string(), columns, deletions }, now))
     }
 
-    /// Prepares a merge (see [`Table::merge`]): the source's keys are read whole (they
-    /// must be unique), then its rows written.
-    pub fn prepare_merge<'a>(
-        &'a self,
-        input: impl Into<Input>,
-        keys: &'a [String],
-    ) -> impl Future<Output = Result<PreparedTransaction, WriteError>> + Send + 'a {
-        let input = input.into();
-        async move { self.prepare_merge_of(input, keys).await }
-    }
-
-    async fn prepare_merge_of(&self, input: Input, keys: &[String]) -> Result<PreparedTransaction, WriteError> {
+    /// Prepares a merge: the source's keys are read whole (they must be unique), then
+    /// its rows written.
+    pub(super) async fn prepare_merge(&self, input: Input, keys: &[String]) -> Result<PreparedTransaction, WriteError> {
         let base = self.write_base().await?;
         let now = base.env.clock.now();
         let mut chunks = input::chunks(input, base.schema(), Required::WhenInserted);
@@ -174,8 +99,8 @@ impl Table {
         Ok(base.transaction(operation, now))
     }
 
-    /// Prepares [`Table::update`]: writes the deletion vectors and new values of the matching rows.
-    pub async fn prepare_update(&self, set: &[Assignment], sql: Option<&str>) -> Result<PreparedTransaction, WriteError> {
+    /// Prepares an update: writes the deletion vectors and new values of the matching rows.
+    pub(super) async fn prepare_update(&self, set: &[Assignment], sql: Option<&str>) -> Result<PreparedTransaction, WriteError> {
         let base = self.write_base().await?;
         let now = base.env.clock.now();
         let update = update::compile(base.schema(), sql, set, now)?;
@@ -273,14 +198,14 @@ impl Table {
     /// ```
     /// # use std::sync::Arc;
     /// # use concord::arrow::array::{Int64Array, RecordBatch};
-    /// use concord::{CommitOptions, Env, Schema, StoreResolver, Table};
+    /// use concord::{CommitOptions, Env, Schema, StoreResolver, Table, Write};
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// let resolver = StoreResolver::new();
     /// let table = Table::create(resolver.resolve("memory://staged/t")?, Env::system(), Schema::parse("id bigint")?).await?;
     /// let ids = |ids: Vec<i64>| RecordBatch::try_new(table.schema().arrow_schema(), vec![Arc::new(Int64Array::from(ids))]);
     /// table.append(ids(vec![1, 2, 3])?, &CommitOptions::default()).await?;
     ///
-    /// let delete = table.prepare_delete("id >= 2").await?;
+    /// let delete = table.prepare(Write::Delete { filter: "id >= 2".into() }).await?;
     /// let id = table.stage(&delete, &CommitOptions::default()).await?;
     /// table.append(ids(vec![4])?, &CommitOptions::default()).await?;
     ///
@@ -316,34 +241,6 @@ impl Table {
         }
         .map_err(|source| StorageError::new("reading", shown.clone(), source))?;
         Ok(crate::decode::transaction(&shown, &bytes)?)
-    }
-
-    /// Prepare and commit in one call. The idempotency check comes first (the commit
-    /// loop makes it again, with everything else): a replay prepares nothing. Files of
-    /// a transaction known not to have committed are removed (never when the outcome
-    /// is unknown: they may be part of a committed version).
-    pub(super) async fn run(
-        &self,
-        options: &CommitOptions,
-        operation: &str,
-        prepare: impl std::future::Future<Output = Result<PreparedTransaction, WriteError>>,
-    ) -> Result<CommitInfo, WriteError> {
-        if let Some(key) = &options.idempotency_key {
-            let base = self.write_base().await?;
-            if let Some(keys::Found::Transaction(done)) =
-                keys::in_history(&self.store, key, keys::Retry::Transaction(operation), base.version()).await?
-            {
-                return Ok(done);
-            }
-        }
-        let txn = prepare.await?;
-        let result = self.queue.commit(&self.store, &self.env, &txn, options, self.group_commit).await;
-        if let Err(e) = &result {
-            if !matches!(e, CommitError::CommitStateUnknown { .. }) {
-                self.store.delete_best_effort(txn.operation.written_files()).await;
-            }
-        }
-        Ok(result?)
     }
 
     /// A transaction of `operation` on this version, with `now()` fixed at `now`.

@@ -10,14 +10,14 @@
 
 use super::CommitInfo;
 use crate::error::CommitError;
-use crate::format::manifest::Manifest;
+use crate::format::manifest::{Manifest, OperationKind};
 use crate::storage::TableStore;
 
 /// What is being retried under a key.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Retry<'a> {
-    /// A transaction of this operation (its name).
-    Transaction(&'a str),
+pub(crate) enum Retry {
+    /// A transaction of this kind.
+    Transaction(OperationKind),
     /// A job commit.
     Job,
 }
@@ -36,7 +36,7 @@ const JOB: &str = "job commit";
 
 /// In `manifest`: what carries `key`, checked against what is retried. `None` if
 /// nothing of `manifest` carries it.
-pub(crate) fn in_version(manifest: &Manifest, key: &str, retry: Retry<'_>) -> Result<Option<Found>, CommitError> {
+pub(crate) fn in_version(manifest: &Manifest, key: &str, retry: Retry) -> Result<Option<Found>, CommitError> {
     let replay = |record| CommitInfo { idempotent_replay: true, ..CommitInfo::of(manifest, record) };
     let job: Vec<CommitInfo> = manifest.transactions.iter().filter(|t| t.job_idempotency_key.as_deref() == Some(key)).map(replay).collect();
     let own = manifest.transactions.iter().find(|t| t.idempotency_key.as_deref() == Some(key));
@@ -46,7 +46,7 @@ pub(crate) fn in_version(manifest: &Manifest, key: &str, retry: Retry<'_>) -> Re
         (true, None) => return Ok(None),
     };
     let ours = match retry {
-        Retry::Transaction(operation) => operation,
+        Retry::Transaction(kind) => kind.name(),
         Retry::Job => JOB,
     };
     if theirs != ours {
@@ -61,7 +61,7 @@ pub(crate) fn in_version(manifest: &Manifest, key: &str, retry: Retry<'_>) -> Re
 }
 
 /// The same, over the retained history up to version `up_to` (the handle's key index).
-pub(crate) async fn in_history(store: &TableStore, key: &str, retry: Retry<'_>, up_to: u64) -> Result<Option<Found>, CommitError> {
+pub(crate) async fn in_history(store: &TableStore, key: &str, retry: Retry, up_to: u64) -> Result<Option<Found>, CommitError> {
     let Some(version) = store.version_with_key(key, up_to).await? else { return Ok(None) };
     // Vacuum removed it since it was indexed: the key is no longer retained.
     let Some(manifest) = store.read_manifest(version).await? else { return Ok(None) };

@@ -130,8 +130,8 @@ impl<'a> Member<'a> {
     }
 
     /// Its idempotency keys: its own, its job's.
-    fn keys(&self) -> Vec<(&'a str, Retry<'static>)> {
-        let own = self.opts.idempotency_key.as_deref().map(|k| (k, Retry::Transaction(self.txn.operation.name())));
+    fn keys(&self) -> Vec<(&'a str, Retry)> {
+        let own = self.opts.idempotency_key.as_deref().map(|k| (k, Retry::Transaction(self.txn.operation.kind())));
         own.into_iter().chain(self.job_key.map(|k| (k, Retry::Job))).collect()
     }
 
@@ -224,7 +224,7 @@ impl Judged {
         base: &Arc<Manifest>,
         txn: &PreparedTransaction,
         action: &dyn Action,
-        keys: &[(&str, Retry<'_>)],
+        keys: &[(&str, Retry)],
         isolation: IsolationLevel,
     ) -> Result<Option<Ready>, CommitError> {
         for v in self.up_to + 1..=base.version {

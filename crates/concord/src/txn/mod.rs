@@ -27,7 +27,7 @@ pub(crate) mod update;
 use uuid::Uuid;
 
 use crate::error::WriteError;
-use crate::format::manifest::{IsolationLevel, Manifest, TransactionRecord};
+use crate::format::manifest::{IsolationLevel, Manifest, OperationKind, TransactionRecord};
 pub use crate::format::staged::{PreparedTransaction, StagedOptions};
 pub use retry::RetryPolicy;
 
@@ -82,8 +82,8 @@ pub struct CommitOptions {
 pub struct CommitInfo {
     /// The version it committed as (or the latest, if nothing was committed).
     pub version: u64,
-    /// The operation's name.
-    pub operation: String,
+    /// The operation's kind (its name as the history shows it: `kind.name()`).
+    pub operation: OperationKind,
     /// The transaction.
     pub transaction_id: Uuid,
     /// Attempts it took.
@@ -109,7 +109,7 @@ impl CommitInfo {
     pub(crate) fn of(manifest: &Manifest, record: &TransactionRecord) -> CommitInfo {
         CommitInfo {
             version: manifest.version,
-            operation: record.operation.name().to_string(),
+            operation: record.operation.kind(),
             transaction_id: record.id,
             attempts: record.attempts,
             rebased_over: record.rebased_over.clone(),
@@ -126,7 +126,7 @@ impl CommitInfo {
     pub(crate) fn abandoned(version: u64, txn: &PreparedTransaction, attempts: u32, rerun: bool, reason: &str) -> CommitInfo {
         CommitInfo {
             version,
-            operation: txn.operation.name().to_string(),
+            operation: txn.operation.kind(),
             transaction_id: txn.id,
             attempts,
             rebased_over: Vec::new(),
