@@ -47,7 +47,7 @@ impl NextState {
 pub(crate) trait Action: Send + Sync {
     /// The operation as it stands (as prepared, plus what re-runs found): what the
     /// conflict rules judge and the version records.
-    fn operation(&self) -> &Operation;
+    fn operation(&self) -> Operation;
 
     /// `base` with this operation applied. Writes any segments and deletion vectors it
     /// needs (fresh names: a lost attempt leaves them for cleanup).
@@ -72,17 +72,25 @@ pub(crate) trait Action: Send + Sync {
     }
 }
 
-/// The action of `operation`.
+/// The action of `operation`: each holds its own operation's data.
 pub(crate) fn for_operation(operation: Operation) -> Box<dyn Action> {
     match operation {
-        op @ Operation::Append { .. } => Box::new(append::AppendAction(op)),
-        op @ Operation::Overwrite { .. } => Box::new(overwrite::OverwriteAction(op)),
-        op @ Operation::ReplaceWhere { .. } => Box::new(overwrite::ReplaceWhereAction::new(op)),
-        op @ Operation::Restore { .. } => Box::new(restore::RestoreAction(op)),
-        op @ Operation::Delete { .. } => Box::new(delete::DeleteAction::new(op)),
-        op @ Operation::Update { .. } => Box::new(update::UpdateAction::new(op)),
-        op @ Operation::Merge { .. } => Box::new(merge::MergeAction::new(op)),
-        op @ Operation::Compact { .. } => Box::new(compact::CompactAction::new(op)),
+        Operation::Append { fragments } => Box::new(append::AppendAction { fragments }),
+        Operation::Overwrite { fragments } => Box::new(overwrite::OverwriteAction { fragments }),
+        Operation::ReplaceWhere { predicate, columns, deletions, fragments } => {
+            Box::new(overwrite::ReplaceWhereAction { predicate, columns, deletions, fragments, state: Default::default() })
+        }
+        Operation::Restore { version } => Box::new(restore::RestoreAction { version }),
+        Operation::Delete { predicate, columns, deletions } => {
+            Box::new(delete::DeleteAction { predicate, columns, deletions, state: Default::default() })
+        }
+        Operation::Update { predicate, set, columns, deletions, fragments } => {
+            Box::new(update::UpdateAction { predicate, set, columns, deletions, fragments, state: Default::default() })
+        }
+        Operation::Merge { keys, columns, deletions, fragments, partial } => {
+            Box::new(merge::MergeAction::new(keys, columns, deletions, fragments, partial))
+        }
+        Operation::Compact { target_rows, groups } => Box::new(compact::CompactAction { target_rows, groups, replaced: Vec::new() }),
         op @ (Operation::AddColumn { .. }
         | Operation::DropColumn { .. }
         | Operation::RenameColumn { .. }

@@ -18,8 +18,8 @@ pub(crate) struct AlterAction(pub Operation);
 
 #[async_trait]
 impl Action for AlterAction {
-    fn operation(&self) -> &Operation {
-        &self.0
+    fn operation(&self) -> Operation {
+        self.0.clone()
     }
 
     async fn apply(&mut self, _cx: &Cx<'_>, base: &Manifest) -> Result<NextState, CommitError> {

@@ -219,7 +219,7 @@ async fn build(
             continue;
         }
         let applied = match (member.follows(&state, &earlier), sharing) {
-            (Follows::Rebase, _) => member.apply(store, env, &state).await.map(|next| (next, member.operation().clone(), false)),
+            (Follows::Rebase, _) => member.apply(store, env, &state).await.map(|next| (next, member.operation(), false)),
             (Follows::Rerun(scope), Sharing::Together { .. }) => {
                 member.apply_rerun(store, env, &state, &scope).await.map(|(next, operation)| (next, operation, true))
             }

@@ -28,37 +28,29 @@ use crate::storage::TableStore;
 /// A `compact` at commit. Its re-run drops or redoes the groups winners made stale;
 /// their old outputs are replaced files.
 pub(crate) struct CompactAction {
-    op: Operation,
-    replaced: Vec<String>,
-}
-
-impl CompactAction {
-    pub(crate) fn new(op: Operation) -> Self {
-        CompactAction { op, replaced: Vec::new() }
-    }
+    pub(crate) target_rows: u64,
+    pub(crate) groups: Vec<CompactGroup>,
+    pub(crate) replaced: Vec<String>,
 }
 
 #[async_trait]
 impl Action for CompactAction {
-    fn operation(&self) -> &Operation {
-        &self.op
+    fn operation(&self) -> Operation {
+        Operation::Compact { target_rows: self.target_rows, groups: self.groups.clone() }
     }
 
     async fn apply(&mut self, cx: &Cx<'_>, base: &Manifest) -> Result<NextState, CommitError> {
-        let Operation::Compact { groups, .. } = &self.op else { unreachable!("a compact action holds a compaction") };
-        apply(cx.store, cx.env, base, groups).await
+        apply(cx.store, cx.env, base, &self.groups).await
     }
 
     async fn rerun(&mut self, cx: &Cx<'_>, base: &Manifest, _scope: &RerunScope) -> Result<(), CommitError> {
-        let Operation::Compact { groups, .. } = &mut self.op else { unreachable!("a compact action holds a compaction") };
-        self.replaced.extend(revalidate(cx.store, cx.env, base, groups).await?);
+        self.replaced.extend(revalidate(cx.store, cx.env, base, &mut self.groups).await?);
         Ok(())
     }
 
     /// Gives way: nothing left to rewrite commits nothing.
     fn no_change(&self, rerun_done: bool) -> Option<&'static str> {
-        let Operation::Compact { groups, .. } = &self.op else { unreachable!("a compact action holds a compaction") };
-        groups.is_empty().then_some(if rerun_done {
+        self.groups.is_empty().then_some(if rerun_done {
             "newer versions changed or removed every fragment it was rewriting"
         } else {
             "no fragment is smaller than the target or has deleted rows"

@@ -26,30 +26,24 @@ use crate::storage::TableStore;
 
 /// A `delete` at commit.
 pub(crate) struct DeleteAction {
-    op: Operation,
-    state: DeletionState,
-}
-
-impl DeleteAction {
-    pub(crate) fn new(op: Operation) -> Self {
-        DeleteAction { op, state: DeletionState::default() }
-    }
+    pub(crate) predicate: String,
+    pub(crate) columns: Vec<u32>,
+    pub(crate) deletions: Vec<FragmentDeletion>,
+    pub(crate) state: DeletionState,
 }
 
 #[async_trait]
 impl Action for DeleteAction {
-    fn operation(&self) -> &Operation {
-        &self.op
+    fn operation(&self) -> Operation {
+        Operation::Delete { predicate: self.predicate.clone(), columns: self.columns.clone(), deletions: self.deletions.clone() }
     }
 
     async fn apply(&mut self, cx: &Cx<'_>, base: &Manifest) -> Result<NextState, CommitError> {
-        let Operation::Delete { deletions, .. } = &self.op else { unreachable!("a delete action holds a delete") };
-        self.state.apply(cx, base, deletions, &[]).await
+        self.state.apply(cx, base, &self.deletions, &[]).await
     }
 
     async fn rerun(&mut self, cx: &Cx<'_>, base: &Manifest, scope: &RerunScope) -> Result<(), CommitError> {
-        let Operation::Delete { predicate, deletions, .. } = &mut self.op else { unreachable!("a delete action holds a delete") };
-        self.state.rerun_predicate(cx, base, predicate, deletions, scope).await
+        self.state.rerun_predicate(cx, base, &self.predicate, &mut self.deletions, scope).await
     }
 }
 

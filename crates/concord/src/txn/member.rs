@@ -81,7 +81,7 @@ impl<'a> Member<'a> {
     }
 
     /// The operation as it stands (as prepared, plus what re-runs found).
-    pub(crate) fn operation(&self) -> &Operation {
+    pub(crate) fn operation(&self) -> Operation {
         self.action.operation()
     }
 
@@ -146,7 +146,7 @@ impl<'a> Member<'a> {
                 return Follows::Not { earlier: k, reason: None };
             }
             match conflict::resolve(
-                self.operation(),
+                &self.operation(),
                 &self.txn.read_schema,
                 isolation,
                 Winner::new(&e.operation, &state.schema, e.added.clone()),
@@ -178,10 +178,10 @@ impl<'a> Member<'a> {
         scope: &RerunScope,
     ) -> Result<(NextState, Operation), CommitError> {
         let cx = self.cx(store, env, env.clock.now());
-        let mut copy = action::for_operation(self.operation().clone());
+        let mut copy = action::for_operation(self.operation());
         copy.rerun(&cx, state, scope).await?;
         let next = copy.apply(&cx, state).await?;
-        Ok((next, copy.operation().clone()))
+        Ok((next, copy.operation()))
     }
 
     /// Its record in the version that commits it, as `operation` (itself, or as re-run
@@ -227,6 +227,8 @@ impl Judged {
         keys: &[(&str, Retry)],
         isolation: IsolationLevel,
     ) -> Result<Option<Ready>, CommitError> {
+        // The operation as re-runs have extended it (they happen after judging).
+        let ours = action.operation();
         for v in self.up_to + 1..=base.version {
             let winner = if v == base.version { base.clone() } else { read_existing(store, v).await? };
             if let Some(ours) = winner.transactions.iter().find(|t| t.id == txn.id) {
@@ -243,12 +245,7 @@ impl Judged {
             // the operation as re-runs have extended it: a winner touching rows a re-run
             // added is as much a conflict as one touching the original rows.
             for theirs in &winner.transactions {
-                match conflict::resolve(
-                    action.operation(),
-                    &txn.read_schema,
-                    isolation,
-                    Winner::new(&theirs.operation, &winner.schema, added.clone()),
-                ) {
+                match conflict::resolve(&ours, &txn.read_schema, isolation, Winner::new(&theirs.operation, &winner.schema, added.clone())) {
                     Resolution::Rebase => {}
                     Resolution::Rerun(scope) => self.pending_rerun = Some(RerunScope::widen(self.pending_rerun.take(), scope)),
                     Resolution::Incompatible { reason } => {

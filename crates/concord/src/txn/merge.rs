@@ -201,34 +201,46 @@ async fn source_keys(
 /// A `merge` at commit. The source, read back from its own data files, is kept across
 /// attempts (it only changes with the schema).
 pub(crate) struct MergeAction {
-    op: Operation,
+    pub(crate) keys: Vec<String>,
+    pub(crate) columns: Vec<u32>,
+    pub(crate) deletions: Vec<FragmentDeletion>,
+    pub(crate) fragments: Vec<NewFragment>,
+    pub(crate) partial: Option<PartialMerge>,
     state: DeletionState,
     source: Option<(Schema, Source)>,
 }
 
 impl MergeAction {
-    pub(crate) fn new(op: Operation) -> Self {
-        MergeAction { op, state: DeletionState::default(), source: None }
+    pub(crate) fn new(
+        keys: Vec<String>,
+        columns: Vec<u32>,
+        deletions: Vec<FragmentDeletion>,
+        fragments: Vec<NewFragment>,
+        partial: Option<PartialMerge>,
+    ) -> Self {
+        MergeAction { keys, columns, deletions, fragments, partial, state: DeletionState::default(), source: None }
     }
 }
 
 #[async_trait]
 impl Action for MergeAction {
-    fn operation(&self) -> &Operation {
-        &self.op
+    fn operation(&self) -> Operation {
+        Operation::Merge {
+            keys: self.keys.clone(),
+            columns: self.columns.clone(),
+            deletions: self.deletions.clone(),
+            fragments: self.fragments.clone(),
+            partial: self.partial.clone(),
+        }
     }
 
     async fn apply(&mut self, cx: &Cx<'_>, base: &Manifest) -> Result<NextState, CommitError> {
-        let Operation::Merge { deletions, fragments, .. } = &self.op else { unreachable!("a merge action holds a merge") };
-        self.state.apply(cx, base, deletions, fragments).await
+        self.state.apply(cx, base, &self.deletions, &self.fragments).await
     }
 
     async fn rerun(&mut self, cx: &Cx<'_>, base: &Manifest, scope: &RerunScope) -> Result<(), CommitError> {
-        let Operation::Merge { keys, deletions, fragments, partial, .. } = &mut self.op else {
-            unreachable!("a merge action holds a merge")
-        };
-        let parts = MergeParts { deletions, fragments, partial };
-        rerun(cx.store, cx.env, base, keys, parts, scope, &mut self.source).await?;
+        let parts = MergeParts { deletions: &mut self.deletions, fragments: &mut self.fragments, partial: &mut self.partial };
+        rerun(cx.store, cx.env, base, &self.keys, parts, scope, &mut self.source).await?;
         if matches!(scope, RerunScope::Everything) {
             self.state.forget();
         }

@@ -10,49 +10,50 @@ use super::apply::add_fragments;
 use super::conflict::RerunScope;
 use super::delete::DeletionState;
 use crate::error::CommitError;
-use crate::format::manifest::{Manifest, Operation};
+use crate::format::manifest::{FragmentDeletion, Manifest, NewFragment, Operation};
 
 /// An `overwrite` of the whole table at commit.
-pub(crate) struct OverwriteAction(pub Operation);
+pub(crate) struct OverwriteAction {
+    pub(crate) fragments: Vec<NewFragment>,
+}
 
 #[async_trait]
 impl Action for OverwriteAction {
-    fn operation(&self) -> &Operation {
-        &self.0
+    fn operation(&self) -> Operation {
+        Operation::Overwrite { fragments: self.fragments.clone() }
     }
 
     async fn apply(&mut self, cx: &Cx<'_>, base: &Manifest) -> Result<NextState, CommitError> {
-        let Operation::Overwrite { fragments } = &self.0 else { unreachable!("an overwrite action holds an overwrite") };
-        let (segments, next_fragment_id) = add_fragments(cx.store, cx.env, Vec::new(), base.next_fragment_id, fragments).await?;
+        let (segments, next_fragment_id) = add_fragments(cx.store, cx.env, Vec::new(), base.next_fragment_id, &self.fragments).await?;
         Ok(NextState { rows_deleted: base.live_rows(), ..NextState::with_segments(base, segments, next_fragment_id) })
     }
 }
 
 /// An overwrite of the rows matching a predicate at commit.
 pub(crate) struct ReplaceWhereAction {
-    op: Operation,
-    state: DeletionState,
-}
-
-impl ReplaceWhereAction {
-    pub(super) fn new(op: Operation) -> Self {
-        ReplaceWhereAction { op, state: DeletionState::default() }
-    }
+    pub(crate) predicate: String,
+    pub(crate) columns: Vec<u32>,
+    pub(crate) deletions: Vec<FragmentDeletion>,
+    pub(crate) fragments: Vec<NewFragment>,
+    pub(crate) state: DeletionState,
 }
 
 #[async_trait]
 impl Action for ReplaceWhereAction {
-    fn operation(&self) -> &Operation {
-        &self.op
+    fn operation(&self) -> Operation {
+        Operation::ReplaceWhere {
+            predicate: self.predicate.clone(),
+            columns: self.columns.clone(),
+            deletions: self.deletions.clone(),
+            fragments: self.fragments.clone(),
+        }
     }
 
     async fn apply(&mut self, cx: &Cx<'_>, base: &Manifest) -> Result<NextState, CommitError> {
-        let Operation::ReplaceWhere { deletions, fragments, .. } = &self.op else { unreachable!("holds a replace_where") };
-        self.state.apply(cx, base, deletions, fragments).await
+        self.state.apply(cx, base, &self.deletions, &self.fragments).await
     }
 
     async fn rerun(&mut self, cx: &Cx<'_>, base: &Manifest, scope: &RerunScope) -> Result<(), CommitError> {
-        let Operation::ReplaceWhere { predicate, deletions, .. } = &mut self.op else { unreachable!("holds a replace_where") };
-        self.state.rerun_predicate(cx, base, predicate, deletions, scope).await
+        self.state.rerun_predicate(cx, base, &self.predicate, &mut self.deletions, scope).await
     }
 }

@@ -8,16 +8,18 @@ use crate::error::CommitError;
 use crate::format::manifest::{Manifest, Operation};
 
 /// A `restore` at commit.
-pub(crate) struct RestoreAction(pub Operation);
+pub(crate) struct RestoreAction {
+    pub(crate) version: u64,
+}
 
 #[async_trait]
 impl Action for RestoreAction {
-    fn operation(&self) -> &Operation {
-        &self.0
+    fn operation(&self) -> Operation {
+        Operation::Restore { version: self.version }
     }
 
     async fn apply(&mut self, cx: &Cx<'_>, base: &Manifest) -> Result<NextState, CommitError> {
-        let Operation::Restore { version } = self.0 else { unreachable!("a restore action holds a restore") };
+        let version = self.version;
         let target = cx.store.read_manifest(version).await?.ok_or(CommitError::HistoryRemoved { version })?;
         let mut schema = target.schema.clone();
         schema.next_field_id = schema.next_field_id.max(base.schema.next_field_id);

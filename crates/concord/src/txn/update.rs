@@ -29,46 +29,47 @@ use crate::storage::TableStore;
 
 /// An `update` at commit.
 pub(crate) struct UpdateAction {
-    op: Operation,
-    state: DeletionState,
-}
-
-impl UpdateAction {
-    pub(crate) fn new(op: Operation) -> Self {
-        UpdateAction { op, state: DeletionState::default() }
-    }
+    pub(crate) predicate: Option<String>,
+    pub(crate) set: Vec<Assignment>,
+    pub(crate) columns: Vec<u32>,
+    pub(crate) deletions: Vec<FragmentDeletion>,
+    pub(crate) fragments: Vec<NewFragment>,
+    pub(crate) state: DeletionState,
 }
 
 #[async_trait]
 impl Action for UpdateAction {
-    fn operation(&self) -> &Operation {
-        &self.op
+    fn operation(&self) -> Operation {
+        Operation::Update {
+            predicate: self.predicate.clone(),
+            set: self.set.clone(),
+            columns: self.columns.clone(),
+            deletions: self.deletions.clone(),
+            fragments: self.fragments.clone(),
+        }
     }
 
     async fn apply(&mut self, cx: &Cx<'_>, base: &Manifest) -> Result<NextState, CommitError> {
-        let Operation::Update { deletions, fragments, .. } = &self.op else { unreachable!("an update action holds an update") };
-        self.state.apply(cx, base, deletions, fragments).await
+        self.state.apply(cx, base, &self.deletions, &self.fragments).await
     }
 
     /// Evaluates the update on the fragments in scope of the new base: both its
     /// deletions and its new rows are added (or, for everything, replaced).
     async fn rerun(&mut self, cx: &Cx<'_>, base: &Manifest, scope: &RerunScope) -> Result<(), CommitError> {
-        let Operation::Update { predicate, set, deletions, fragments, .. } = &mut self.op else {
-            unreachable!("an update action holds an update")
-        };
-        let update = compile(&base.schema, predicate.as_deref(), set, cx.now).map_err(|e| CommitError::rerun(base.version, e))?;
+        let update =
+            compile(&base.schema, self.predicate.as_deref(), &self.set, cx.now).map_err(|e| CommitError::rerun(base.version, e))?;
         let in_scope = delete::fragments_in_scope(cx.store, base, scope).await?;
         let (more_deletions, more_fragments) =
             run(cx.store, cx.env, &update, &in_scope).await.map_err(|e| CommitError::rerun(base.version, e))?;
         match scope {
             RerunScope::Everything => {
-                *deletions = more_deletions;
-                *fragments = more_fragments;
+                self.deletions = more_deletions;
+                self.fragments = more_fragments;
                 self.state.forget();
             }
             RerunScope::Fragments(_) => {
-                deletions.extend(more_deletions);
-                fragments.extend(more_fragments);
+                self.deletions.extend(more_deletions);
+                self.fragments.extend(more_fragments);
             }
         }
         Ok(())
