@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use concord::object_store::path::Path;
 use concord::object_store::{ObjectStore, ObjectStoreExt, PutPayload};
-use concord::{DataFile, Env, Fragment, Schema, StoreResolver, Table};
+use concord::{Env, Schema, StoreResolver, Table};
 use libfuzzer_sys::fuzz_target;
 
 const FILE: &str = "data/fuzz.parquet";
@@ -36,10 +36,15 @@ fn fixture() -> &'static Fixture {
 
 fuzz_target!(|data: &[u8]| {
     let f = fixture();
-    let file = DataFile { path: FILE.into(), fields: vec![0, 1, 2], size_bytes: data.len() as u64, stats: Vec::new() };
-    let fragment = Fragment { id: 0, files: vec![file], physical_rows: 0, deletion: None };
+    // The fragment as a segment lists it (the format's objects come from their JSON).
+    let json = format!(
+        r#"{{"fragments":[{{"id":0,"files":[{{"path":"{FILE}","fields":[0,1,2],"size_bytes":{}}}],"physical_rows":0}}]}}"#,
+        data.len()
+    );
+    let segment = concord::decode::segment("fuzz/_segments/s.json", 1, json.as_bytes()).unwrap();
+    let fragment = &segment.fragments[0];
     f.runtime.block_on(async {
         f.store.put(&f.path, PutPayload::from(data.to_vec())).await.unwrap();
-        let _ = f.table.read_fragment(&fragment).await;
+        let _ = f.table.read_fragment(fragment).await;
     });
 });

@@ -3,7 +3,8 @@
 //! Layers, each a private module that uses only the ones above it (the public API is
 //! the list below):
 //! - `format`: the on-disk format, pure data (see FORMAT.md);
-//! - [`decode`]: untrusted bytes to format objects (pure; public for tools and fuzzing);
+//! - [`decode`]: untrusted bytes to format objects (pure; public for tools and fuzzing),
+//!   and `encode`, their serialization;
 //! - `storage`: stores, URIs and the commit seam ([`CommitCoordinator`]);
 //! - `io`: reading input, writing and scanning Parquet data files;
 //! - `txn`: transactions as actions, the pure conflict rules, the commit loop;
@@ -52,6 +53,7 @@
 
 pub mod decode;
 mod duration;
+mod encode;
 mod env;
 mod error;
 mod format;
@@ -78,7 +80,6 @@ pub use format::schema::{
     check_column_name, quote_column_name, sql_literal, ColumnNameError, ColumnSpec, ColumnType, Field, Schema, SchemaParseError,
     MAX_COLUMNS, MAX_COLUMN_NAME_BYTES,
 };
-pub use io::cast::sql_type_name;
 pub use io::csv_fields::quote_field as quote_csv_field;
 pub use io::guard::panic_is_caught;
 pub use io::predicate::{MAX_EXPRESSION_BYTES, MAX_EXPRESSION_OPERATORS};
@@ -95,8 +96,7 @@ pub use table::{
     Input, ProgressFn, ScanOptions, Table, TableScan, TransactionInfo, VacuumReport, VersionInfo, Write, WriteProgress,
     DEFAULT_COMPACT_TARGET_ROWS, MIN_VACUUM_RETENTION,
 };
-pub use txn::conflict::{resolve as resolve_conflict, RerunScope, Resolution, Winner};
-pub use txn::{CommitInfo, CommitOptions, PreparedTransaction, RetryPolicy, StagedOptions};
+pub use txn::{CommitInfo, CommitOptions, PreparedTransaction, RetryPolicy};
 
 /// The Arrow version Concord's API speaks: [`Input`] and scans carry its
 /// `RecordBatch`es, so a caller builds them with this one (re-exported whole, as

@@ -45,8 +45,9 @@ async fn commit_cost_does_not_grow_with_fragment_count() {
     big_table.append(&[rows(&schema, 0..1)], &CommitOptions::default()).await.unwrap();
     let v1: Manifest = big_table.latest().await.unwrap().manifest().clone();
     let file = big_table.latest().await.unwrap().fragments().await.unwrap()[0].files[0].clone();
-    let fragments: Vec<Fragment> =
-        (1..=100_000).map(|id| Fragment { id, files: vec![file.clone()], physical_rows: 1, deletion: None }).collect();
+    let fragments: Vec<Fragment> = (1..=100_000)
+        .map(|id| serde_json::from_value(serde_json::json!({"id": id, "files": [file], "physical_rows": 1})).unwrap())
+        .collect();
     let segment = serde_json::to_vec(&serde_json::json!({ "fragments": fragments })).unwrap();
     let segment_size = segment.len();
     let segment_path = "_segments/hand-written.json";
@@ -62,15 +63,11 @@ async fn commit_cost_does_not_grow_with_fragment_count() {
     v2.transactions[0].id = uuid::Uuid::new_v4();
     v2.transactions[0].read_version = Some(1);
     v2.transactions[0].operation = Operation::Append { fragments: vec![] };
-    v2.segments.push(SegmentRef {
-        path: segment_path.into(),
-        level: 4,
-        fragments: 100_000,
-        live_rows: 100_000,
-        min_fragment_id: 1,
-        max_fragment_id: 100_000,
-        inline: None,
-    });
+    let reference: SegmentRef = serde_json::from_value(serde_json::json!({
+        "path": segment_path, "level": 4, "fragments": 100_000, "live_rows": 100_000, "min_fragment_id": 1, "max_fragment_id": 100_000
+    }))
+    .unwrap();
+    v2.segments.push(reference);
     v2.next_fragment_id = 100_001;
     big.location.coordinator().create_version(2, Bytes::from(serde_json::to_vec(&v2).unwrap())).await.unwrap();
     let big_table = Table::open(big.location.clone(), Env::system()).await.unwrap();

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use chrono::TimeDelta;
-use concord::{CommitOptions, Env, Operation, Schema, Table, TransactionRecord};
+use concord::{CommitOptions, Env, Operation, Schema, Table};
 
 use crate::common::*;
 use crate::conformance::{backends, Fixture};
@@ -27,17 +27,12 @@ async fn grow_to(f: &Fixture, target: u64) {
         manifest.parent_version = Some(v - 1);
         manifest.version = v;
         manifest.timestamp += TimeDelta::microseconds(1);
-        manifest.transactions = vec![TransactionRecord {
-            id: uuid::Uuid::new_v4(),
-            read_version: Some(v - 1),
-            operation: Operation::SetProperties { set: BTreeMap::new(), unset: Vec::new() },
-            attempts: 1,
-            rebased_over: Vec::new(),
-            rerun: false,
-            rows_deleted: 0,
-            idempotency_key: None,
-            job_idempotency_key: None,
-        }];
+        let mut record = manifest.transactions[0].clone();
+        record.id = uuid::Uuid::new_v4();
+        record.read_version = Some(v - 1);
+        record.operation = Operation::SetProperties { set: BTreeMap::new(), unset: Vec::new() };
+        record.idempotency_key = None;
+        manifest.transactions = vec![record];
         coordinator.create_version(v, Bytes::from(serde_json::to_vec(&manifest).unwrap())).await.unwrap();
     }
     coordinator.after_commit(target).await;

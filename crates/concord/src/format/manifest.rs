@@ -58,6 +58,7 @@ impl IsolationLevel {
 
 /// One Parquet file holding some columns of a fragment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct DataFile {
     /// Relative to the table root, e.g. `data/<uuid>.parquet`.
     pub path: String,
@@ -75,6 +76,7 @@ pub struct DataFile {
 /// Statistics of one column of a data file (FORMAT.md §6). Values are text of the
 /// column's type, as a default is; a bound that is absent is unknown.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ColumnStats {
     /// The column's field id.
     pub field: u32,
@@ -90,6 +92,7 @@ pub struct ColumnStats {
 
 /// Rows written by a transaction before commit: no fragment id yet.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct NewFragment {
     /// Its data files (one in format 1).
     pub files: Vec<DataFile>,
@@ -99,6 +102,7 @@ pub struct NewFragment {
 
 /// A fragment of a committed version. Its id is assigned at commit time.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Fragment {
     /// Unique in the table, assigned at commit in commit order.
     pub id: u64,
@@ -113,6 +117,7 @@ pub struct Fragment {
 
 /// A fragment's deletion vector.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct DeletionRef {
     /// Relative to the table root.
     pub path: String,
@@ -142,6 +147,7 @@ impl Fragment {
 /// Reference from a root to an immutable segment listing fragments: a file of its own,
 /// or (format 2, at most [`INLINE_SEGMENT_FRAGMENTS`] fragments) held in the root.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SegmentRef {
     /// Relative to the table root, e.g. `_segments/<uuid>.json`; empty when inline.
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -167,6 +173,7 @@ pub const INLINE_SEGMENT_FRAGMENTS: usize = 8;
 
 /// Contents of a segment file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Segment {
     pub fragments: Vec<Fragment>,
 }
@@ -174,6 +181,7 @@ pub struct Segment {
 /// Rows a delete removes from one fragment: a deletion-vector file holding only the
 /// rows this transaction deletes (a delta), to be unioned with the fragment's vector.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct FragmentDeletion {
     /// The fragment.
     pub fragment_id: u64,
@@ -195,6 +203,7 @@ pub struct Assignment {
 /// A column added by a schema change. Its field id is assigned at commit time (the
 /// base version's `next_field_id`), so concurrent adds never share an id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct NewColumn {
     /// Its name.
     pub name: String,
@@ -211,6 +220,7 @@ pub struct NewColumn {
 /// What a merge whose source lacks some columns records to re-run (see
 /// [`Operation::Merge`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PartialMerge {
     /// Field ids of the table columns the source has (the keys among them).
     pub present: Vec<u32>,
@@ -220,6 +230,7 @@ pub struct PartialMerge {
 
 /// One fragment a compaction rewrites, as it read it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CompactInput {
     /// The fragment.
     pub fragment_id: u64,
@@ -232,6 +243,7 @@ pub struct CompactInput {
 
 /// Small or deletion-riddled fragments rewritten as `outputs` (their live rows, in order).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CompactGroup {
     /// The fragments rewritten, as read.
     pub inputs: Vec<CompactInput>,
@@ -480,6 +492,7 @@ impl Operation {
 
 /// One transaction of a version.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TransactionRecord {
     /// The transaction's id.
     pub id: Uuid,
@@ -507,6 +520,7 @@ pub struct TransactionRecord {
 /// The root manifest of one version: `_versions/<inverted version>.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "ManifestOnDisk")]
+#[non_exhaustive]
 pub struct Manifest {
     /// [`FORMAT_VERSION`] of the writer.
     pub format_version: u32,

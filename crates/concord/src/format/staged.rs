@@ -12,49 +12,64 @@ use super::schema::Schema;
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PreparedTransaction {
     /// Its id (fresh, random).
-    pub id: Uuid,
+    pub(crate) id: Uuid,
     /// The version the transaction was prepared against.
-    pub read_version: u64,
+    pub(crate) read_version: u64,
     /// The schema of the read version (what the written data files follow).
-    pub read_schema: Schema,
+    pub(crate) read_schema: Schema,
     /// `next_fragment_id` of the read version: fragments with ids from here on were
     /// added by winners.
-    pub read_next_fragment_id: u64,
+    pub(crate) read_next_fragment_id: u64,
     /// What it does.
-    pub operation: Operation,
+    pub(crate) operation: Operation,
     /// The value of `now()` in the transaction's SQL (UTC), fixed when it was prepared
     /// so that a re-run computes the same values. `None` in transactions staged by
     /// versions that had no `now()`: then the commit's time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub now: Option<DateTime<Utc>>,
+    pub(crate) now: Option<DateTime<Utc>>,
     /// Options given when the transaction was staged: they hold when it is committed.
     #[serde(default, skip_serializing_if = "StagedOptions::is_empty")]
-    pub staged: StagedOptions,
+    pub(crate) staged: StagedOptions,
 }
 
 /// The commit options a staged transaction carries (see `CommitOptions`). A commit
 /// may repeat them but not contradict them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct StagedOptions {
+pub(crate) struct StagedOptions {
     /// The isolation level.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub isolation: Option<IsolationLevel>,
+    pub(crate) isolation: Option<IsolationLevel>,
     /// The version the table must still be at.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expect_version: Option<u64>,
+    pub(crate) expect_version: Option<u64>,
     /// The idempotency key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub idempotency_key: Option<String>,
+    pub(crate) idempotency_key: Option<String>,
 }
 
 impl StagedOptions {
     /// No option set.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         *self == StagedOptions::default()
     }
 }
 
 impl PreparedTransaction {
+    /// Its id (the staged id, once staged).
+    pub fn id(&self) -> Uuid {
+        self.id
+    }
+
+    /// The version it was prepared against.
+    pub fn read_version(&self) -> u64 {
+        self.read_version
+    }
+
+    /// What it does.
+    pub fn operation(&self) -> &Operation {
+        &self.operation
+    }
+
     /// `now()` for this transaction's SQL.
     pub(crate) fn now_or(&self, fallback: DateTime<Utc>) -> DateTime<Utc> {
         self.now.unwrap_or(fallback)

@@ -304,7 +304,7 @@ pub(crate) fn display_value(array: &dyn Array, row: usize) -> String {
 
 /// An Arrow type by the SQL name users see in schemas (`varchar`, `bigint`, ...); types
 /// a table does not store are named as Arrow names them.
-pub fn sql_type_name(t: &DataType) -> String {
+pub(crate) fn sql_type_name(t: &DataType) -> String {
     let name = match t {
         DataType::Null => "null",
         DataType::Boolean => "boolean",

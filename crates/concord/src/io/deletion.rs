@@ -18,10 +18,14 @@ pub(crate) async fn read(store: &TableStore, relative: &str) -> Result<Arc<Roari
     if let Some(hit) = store.cached_deletion(relative) {
         return Ok(hit);
     }
-    let path = store.path(relative);
-    let shown = store.location.display(&path);
-    let read = crate::storage::get_metadata(store.location.store.as_ref(), &path);
-    let bytes = read.await.map_err(|source| StorageError::new("reading", shown.clone(), source))?;
+    let shown = store.display(relative);
+    let bytes = store.get_metadata_object(relative).await?.ok_or_else(|| {
+        StorageError::new(
+            "reading",
+            shown.clone(),
+            object_store::Error::NotFound { path: shown.clone(), source: "no such deletion vector".into() },
+        )
+    })?;
     let rows = crate::decode::deletion_vector(&shown, &bytes)?;
     let rows = Arc::new(rows);
     store.cache_deletion(relative, rows.clone());

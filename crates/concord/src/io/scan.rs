@@ -109,10 +109,10 @@ async fn open_file(store: &TableStore, fragment: &Fragment) -> Result<OpenedFile
         let reason = format!("fragment {} has {} data files; this concord reads exactly one", fragment.id, fragment.files.len());
         return Err(CorruptObject { path: format!("fragment {}", fragment.id), reason }.into());
     };
-    let path = store.path(&file.path);
-    let shown = store.location.display(&path);
+    let shown = store.display(&file.path);
     let corrupt: CorruptFile = Arc::new(move |e| ScanError::Corrupt(CorruptObject { path: shown.clone(), reason: e.to_string() }));
-    let reader = DataFileReader::new(store.location.store.clone(), path, file.size_bytes);
+    let (object_store, path) = store.ranged_reads(&file.path);
+    let reader = DataFileReader::new(object_store, path, file.size_bytes);
     // Types come from the Parquet schema, not the embedded Arrow schema: arrow-ipc can
     // panic on a corrupt one (found by the data_file fuzz target), and columns are
     // matched by field id and cast to the table's types anyway.

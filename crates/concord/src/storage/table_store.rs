@@ -6,9 +6,10 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use object_store::path::Path;
-use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
-use super::TableLocation;
+use super::commit_state::CommitState;
+use super::{CoordinatorCapabilities, CreateOutcome, TableLocation};
 use crate::env::Env;
 use crate::error::{OpenError, OversizedObject, StorageCause, StorageError};
 use crate::format::manifest::{Manifest, Segment, SegmentRef};
@@ -47,17 +48,16 @@ const MANIFEST_CACHE_ENTRIES: usize = 1024;
 /// know of makes the first create fail and is then read and judged like any other.
 pub(crate) const NEWEST_FRESH_FOR: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// The one way to a table's objects: versions (through the commit coordinator),
+/// manifests and segments (cached: immutable), data files, deletion vectors and staged
+/// transactions. Nothing outside `storage/` reaches into the location behind it.
 #[derive(Debug)]
 pub(crate) struct TableStore {
-    pub location: TableLocation,
+    location: TableLocation,
     /// Manifests by version (see `MANIFEST_CACHE_ENTRIES`).
     manifests: Mutex<std::collections::BTreeMap<u64, Arc<Manifest>>>,
-    /// The newest version this handle has seen (opened, looked up, lost a race to or
-    /// committed), and when (the env clock's monotonic time).
-    newest: Mutex<Option<(Arc<Manifest>, std::time::Duration)>>,
-    /// When this handle last lost a commit race (monotonic) and how long that attempt
-    /// took: a new transaction then yields to the writers already waiting.
-    last_contention: Mutex<Option<(std::time::Duration, std::time::Duration)>>,
+    /// What this handle's commits have learned of the table (see [`CommitState`]).
+    pub(crate) commits: CommitState,
     segment_cache: Mutex<HashMap<String, Arc<Segment>>>,
     /// Deletion vectors, immutable like segments.
     deletion_cache: Mutex<HashMap<String, Arc<roaring::RoaringBitmap>>>,
@@ -71,8 +71,7 @@ impl TableStore {
         TableStore {
             location,
             manifests: Mutex::new(std::collections::BTreeMap::new()),
-            newest: Mutex::new(None),
-            last_contention: Mutex::new(None),
+            commits: CommitState::default(),
             segment_cache: Mutex::new(HashMap::new()),
             deletion_cache: Mutex::new(HashMap::new()),
             key_index: tokio::sync::Mutex::new((None, HashMap::new())),
@@ -117,6 +116,131 @@ impl TableStore {
         naming::resolve(&self.location.root, relative)
     }
 
+    /// The table's URI, as given.
+    pub(crate) fn uri(&self) -> &str {
+        &self.location.uri
+    }
+
+    /// How an object of the table is named in messages.
+    pub(crate) fn display(&self, relative: &str) -> String {
+        self.location.display(&self.path(relative))
+    }
+
+    /// The table's folder, when it is on the local filesystem.
+    pub(crate) fn local_folder(&self) -> Option<std::path::PathBuf> {
+        (self.location.kind == super::StoreKind::Local).then(|| std::path::PathBuf::from(format!("/{}", self.location.root)))
+    }
+
+    // ---------------------------------------------------------------- versions
+
+    /// What the commit coordinator can do.
+    pub(crate) fn capabilities(&self) -> CoordinatorCapabilities {
+        self.location.coordinator.capabilities()
+    }
+
+    /// The latest version (at least `known`), if the table has any.
+    pub(crate) async fn latest_version(&self, known: Option<u64>) -> Result<Option<u64>, StorageError> {
+        self.location.coordinator.latest_version(known).await
+    }
+
+    /// Every retained version, oldest first.
+    pub(crate) async fn list_versions(&self) -> Result<Vec<u64>, StorageError> {
+        self.location.coordinator.list_versions().await
+    }
+
+    /// Creates `version` holding `manifest` (encoded: `crate::encode::manifest`) if it
+    /// does not exist: the one atomic step of a commit.
+    pub(crate) async fn create_version(&self, version: u64, manifest: Bytes) -> Result<CreateOutcome, StorageError> {
+        self.location.coordinator.create_version(version, manifest).await
+    }
+
+    /// The bytes of `version`'s manifest, if it exists (not cached: settling reads).
+    pub(crate) async fn read_version_bytes(&self, version: u64) -> Result<Option<Bytes>, StorageError> {
+        self.location.coordinator.read_version(version).await
+    }
+
+    /// How `version` is named in messages.
+    pub(crate) fn describe_version(&self, version: u64) -> String {
+        self.location.coordinator.describe_version(version)
+    }
+
+    /// Tells the coordinator that this writer committed `version` (e.g. a hint).
+    pub(crate) async fn after_commit(&self, version: u64) {
+        self.location.coordinator.after_commit(version).await
+    }
+
+    /// Removes `version` (vacuum), through the coordinator.
+    pub(crate) async fn remove_version(&self, version: u64) -> Result<(), StorageError> {
+        self.location.coordinator.remove_version(version).await
+    }
+
+    // ---------------------------------------------------------------- objects
+
+    /// A metadata object's bytes (size-checked: see [`MAX_METADATA_BYTES`]); `None` if
+    /// it does not exist.
+    pub(crate) async fn get_metadata_object(&self, relative: &str) -> Result<Option<Bytes>, StorageError> {
+        let path = self.path(relative);
+        match get_metadata(self.location.store.as_ref(), &path).await {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(StorageCause::ObjectStore(object_store::Error::NotFound { .. })) => Ok(None),
+            Err(source) => Err(StorageError::new("reading", self.location.display(&path), source)),
+        }
+    }
+
+    /// The store and path of a data file, for ranged reads by the Parquet reader (which
+    /// reads a file's footer and column chunks where they are).
+    pub(crate) fn ranged_reads(&self, relative: &str) -> (Arc<dyn ObjectStore>, Path) {
+        (self.location.store.clone(), self.path(relative))
+    }
+
+    /// The objects under folder `dir` of the table: their paths relative to the table
+    /// root (as manifests name them) and metadata.
+    pub(crate) async fn list_dir(&self, dir: &str) -> Result<Vec<(String, ObjectMeta)>, StorageError> {
+        use futures::TryStreamExt;
+        let prefix = naming::resolve(&self.location.root, dir);
+        let metas: Vec<ObjectMeta> = self
+            .location
+            .store
+            .list(Some(&prefix))
+            .try_collect()
+            .await
+            .map_err(|source| StorageError::new("listing", self.location.display(&prefix), source))?;
+        Ok(metas.into_iter().map(|m| (self.relative(&m.location), m)).collect())
+    }
+
+    /// `path` relative to the table root.
+    fn relative(&self, path: &Path) -> String {
+        let (root, full) = (self.location.root.as_ref(), path.as_ref());
+        full.strip_prefix(root).map(|r| r.trim_start_matches('/')).unwrap_or(full).to_string()
+    }
+
+    /// Removes `relative` (gone already is fine).
+    pub(crate) async fn delete(&self, relative: &str) -> Result<(), StorageError> {
+        let path = self.path(relative);
+        match self.location.store.delete(&path).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(source) => Err(StorageError::new("removing", self.location.display(&path), source)),
+        }
+    }
+
+    /// One object under the table's location, if there is any (one LIST request).
+    pub(crate) async fn first_object(&self) -> Result<Option<String>, StorageError> {
+        use futures::StreamExt;
+        let mut listing = self.location.store.list(Some(&self.location.root));
+        match listing.next().await {
+            None => Ok(None),
+            Some(Ok(meta)) => Ok(Some(self.location.display(&meta.location))),
+            // A local folder that does not exist yet is empty.
+            Some(Err(object_store::Error::NotFound { .. })) => Ok(None),
+            Some(Err(e)) => Err(StorageError::new("listing", self.location.display(&self.location.root), e)),
+        }
+    }
+
+    /// Whether `meta` (under the probe folder) is what a killed `doctor` left behind.
+    pub(crate) fn is_stale_probe(&self, meta: &ObjectMeta, now: chrono::DateTime<chrono::Utc>) -> bool {
+        super::is_stale_probe_object(&self.location.root, meta, now)
+    }
+
     /// Version `version`'s manifest, `None` if it does not exist. Read once per handle
     /// (then cached: versions are immutable).
     pub(crate) async fn read_manifest(&self, version: u64) -> Result<Option<Arc<Manifest>>, OpenError> {
@@ -153,39 +277,6 @@ impl TableStore {
         manifest
     }
 
-    /// Records that `manifest`'s version exists, as of `now` (monotonic).
-    pub(crate) fn saw_newest(&self, manifest: &Arc<Manifest>, now: std::time::Duration) {
-        let mut newest = self.newest.lock().unwrap_or_else(|e| e.into_inner());
-        match &*newest {
-            Some((known, _)) if known.version > manifest.version => {}
-            _ => *newest = Some((manifest.clone(), now)),
-        }
-    }
-
-    /// The newest version this handle knows of, if it learned of it within
-    /// [`NEWEST_FRESH_FOR`] of `now` (monotonic).
-    pub(crate) fn fresh_newest(&self, now: std::time::Duration) -> Option<Arc<Manifest>> {
-        let newest = self.newest.lock().unwrap_or_else(|e| e.into_inner());
-        newest.as_ref().filter(|(_, at)| now.saturating_sub(*at) < NEWEST_FRESH_FOR).map(|(m, _)| m.clone())
-    }
-
-    /// Records a lost race at `now` (monotonic) whose attempt took `latency`.
-    pub(crate) fn saw_contention(&self, now: std::time::Duration, latency: std::time::Duration) {
-        *self.last_contention.lock().unwrap_or_else(|e| e.into_inner()) = Some((now, latency));
-    }
-
-    /// If this handle lost a race within [`NEWEST_FRESH_FOR`] of `now`: how long that
-    /// attempt took.
-    pub(crate) fn recent_contention(&self, now: std::time::Duration) -> Option<std::time::Duration> {
-        let last = self.last_contention.lock().unwrap_or_else(|e| e.into_inner());
-        last.filter(|(at, _)| now.saturating_sub(*at) < NEWEST_FRESH_FOR).map(|(_, latency)| latency)
-    }
-
-    /// The newest version this handle knows of, however old that knowledge.
-    pub(crate) fn newest_known(&self) -> Option<Arc<Manifest>> {
-        self.newest.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(|(m, _)| m.clone())
-    }
-
     pub(crate) async fn read_segment(&self, reference: &SegmentRef) -> Result<Arc<Segment>, OpenError> {
         if let Some(fragments) = &reference.inline {
             return Ok(Arc::new(Segment { fragments: fragments.clone() }));
@@ -214,8 +305,7 @@ impl TableStore {
             return Ok(segments::inline_ref(level, segment));
         }
         let name = naming::segment_name(env.new_uuid());
-        let bytes = serde_json::to_vec(&segment).expect("segments always serialize");
-        self.put_new(&name, Bytes::from(bytes)).await?;
+        self.put_new(&name, crate::encode::segment(&segment)).await?;
         let reference = segments::segment_ref(name.clone(), level, &segment);
         self.segment_cache.lock().unwrap_or_else(|e| e.into_inner()).insert(name, Arc::new(segment));
         Ok(reference)

@@ -95,12 +95,11 @@ impl Table {
         let mut all = BTreeMap::from([(PROPERTY_ISOLATION.to_string(), IsolationLevel::Serializable.as_str().to_string())]);
         all.extend(maintain::checked_properties(properties, &[])?);
         let store = Arc::new(TableStore::new(location));
-        let coordinator = &store.location.coordinator;
-        if coordinator.latest_version(None).await?.is_some() {
-            return Err(CreateError::AlreadyExists { uri: store.location.uri.clone() });
+        if store.latest_version(None).await?.is_some() {
+            return Err(CreateError::AlreadyExists { uri: store.uri().to_string() });
         }
-        if let Some(found) = first_object(&store).await? {
-            return Err(CreateError::NotEmpty { uri: store.location.uri.clone(), found });
+        if let Some(found) = store.first_object().await? {
+            return Err(CreateError::NotEmpty { uri: store.uri().to_string(), found });
         }
         let manifest = Manifest {
             format_version: FORMAT_VERSION,
@@ -125,10 +124,10 @@ impl Table {
         };
         if crate::txn::settle::create_table(&store, &manifest).await? {
             let manifest = store.remember(manifest);
-            store.saw_newest(&manifest, env.clock.monotonic());
+            store.commits.saw_newest(&manifest, env.clock.monotonic());
             Ok(Table::handle(store, env, manifest))
         } else {
-            Err(CreateError::AlreadyExists { uri: store.location.uri.clone() })
+            Err(CreateError::AlreadyExists { uri: store.uri().to_string() })
         }
     }
 
@@ -142,21 +141,13 @@ impl Table {
     /// Opens version `version` without reading the latest one (which may be unreadable).
     pub async fn open_version(location: TableLocation, env: Env, version: u64) -> Result<Table, OpenError> {
         let store = Arc::new(TableStore::new(location));
-        match store.read_manifest(version).await? {
-            Some(manifest) => Ok(Table::handle(store, env, manifest)),
-            None => {
-                let versions = store.location.coordinator.list_versions().await?;
-                match (versions.first(), versions.last()) {
-                    (Some(&oldest), Some(&latest)) => Err(OpenError::VersionNotFound { version, oldest, latest }),
-                    _ => Err(OpenError::NotFound { uri: store.location.uri.clone() }),
-                }
-            }
-        }
+        let manifest = version_now(&store, version).await?;
+        Ok(Table::handle(store, env, manifest))
     }
 
     /// The latest version of this table, as of now (looked up: one LIST or probe).
     pub async fn latest(&self) -> Result<Table, OpenError> {
-        let known = self.store.newest_known().map_or(self.manifest.version, |m| m.version.max(self.manifest.version));
+        let known = self.store.commits.newest_known().map_or(self.manifest.version, |m| m.version.max(self.manifest.version));
         let manifest = latest_manifest(&self.store, &self.env, Some(known)).await?;
         Ok(self.with_manifest(manifest))
     }
@@ -165,7 +156,7 @@ impl Table {
     /// lost a commit race to, or committed. No I/O; after a write through this handle,
     /// the version it committed (or a newer one).
     pub fn newest_known(&self) -> Table {
-        match self.store.newest_known() {
+        match self.store.commits.newest_known() {
             Some(m) if m.version > self.manifest.version => self.with_manifest(m),
             _ => self.clone(),
         }
@@ -175,7 +166,7 @@ impl Table {
     /// learned of it within the last second (no request), else the latest, looked up.
     /// Either is correct: winners the handle did not know of are judged at commit.
     pub(crate) async fn write_base(&self) -> Result<Table, OpenError> {
-        match self.store.fresh_newest(self.env.clock.monotonic()) {
+        match self.store.commits.fresh_newest(self.env.clock.monotonic()) {
             Some(m) => Ok(self.with_manifest(m)),
             None => self.latest().await,
         }
@@ -183,14 +174,7 @@ impl Table {
 
     /// Version `version` of this table.
     pub async fn checkout(&self, version: u64) -> Result<Table, OpenError> {
-        // Not from the cache: a version vacuum removed must not be found.
-        match self.store.read_manifest_now(version).await? {
-            Some(m) => Ok(self.with_manifest(m)),
-            None => {
-                let table = Table::open_version(self.store.location.clone(), self.env.clone(), version).await?;
-                Ok(self.with_manifest(table.manifest))
-            }
-        }
+        Ok(self.with_manifest(version_now(&self.store, version).await?))
     }
 
     /// The newest version committed at or before `at`. Version timestamps strictly
@@ -202,7 +186,7 @@ impl Table {
         }
         let oldest_version = match self.store.read_manifest(0).await? {
             Some(_) => 0,
-            None => self.store.location.coordinator.list_versions().await?.first().copied().unwrap_or(0),
+            None => self.store.list_versions().await?.first().copied().unwrap_or(0),
         };
         let oldest = self.read_required(oldest_version).await?;
         if oldest.timestamp > at {
@@ -261,7 +245,7 @@ impl Table {
 
     /// The table's URI, as given.
     pub fn uri(&self) -> &str {
-        &self.store.location.uri
+        self.store.uri()
     }
 
     /// Live rows of this version, from the manifest alone (no data read).
@@ -287,35 +271,38 @@ impl Table {
 
 /// The latest version, looked up (and remembered as the newest the handle has seen).
 async fn latest_manifest(store: &TableStore, env: &Env, known: Option<u64>) -> Result<Arc<Manifest>, OpenError> {
-    let coordinator = &store.location.coordinator;
-    let not_found = || not_a_table(store).unwrap_or_else(|| OpenError::NotFound { uri: store.location.uri.clone() });
-    let latest = match coordinator.latest_version(known).await {
+    let not_found = || not_a_table(store).unwrap_or_else(|| OpenError::NotFound { uri: store.uri().to_string() });
+    let latest = match store.latest_version(known).await {
         Ok(latest) => latest.ok_or_else(not_found)?,
         Err(e) => return Err(not_a_table(store).unwrap_or(OpenError::Storage(e))),
     };
     // A version seen in a listing or probe can only disappear through cleanup.
     let manifest = store.read_manifest(latest).await?.ok_or_else(not_found)?;
-    store.saw_newest(&manifest, env.clock.monotonic());
+    store.commits.saw_newest(&manifest, env.clock.monotonic());
     Ok(manifest)
 }
 
-/// One object under the table's location, if there is any (one LIST request).
-async fn first_object(store: &TableStore) -> Result<Option<String>, crate::error::StorageError> {
-    use futures::StreamExt;
-    let location = &store.location;
-    let mut listing = location.store.list(Some(&location.root));
-    match listing.next().await {
-        None => Ok(None),
-        Some(Ok(meta)) => Ok(Some(location.display(&meta.location))),
-        // A local folder that does not exist yet is empty.
-        Some(Err(object_store::Error::NotFound { .. })) => Ok(None),
-        Some(Err(e)) => Err(crate::error::StorageError::new("listing", location.display(&location.root), e)),
+/// Version `version` as the store holds it now (not from the cache: a version vacuum
+/// removed must not be found); if it is not there, which versions are.
+async fn version_now(store: &TableStore, version: u64) -> Result<Arc<Manifest>, OpenError> {
+    if let Some(manifest) = store.read_manifest_now(version).await? {
+        return Ok(manifest);
+    }
+    let versions = store.list_versions().await?;
+    if versions.contains(&version) {
+        // Committed between the read and the listing.
+        if let Some(manifest) = store.read_manifest_now(version).await? {
+            return Ok(manifest);
+        }
+    }
+    match (versions.first(), versions.last()) {
+        (Some(&oldest), Some(&latest)) => Err(OpenError::VersionNotFound { version, oldest, latest }),
+        _ => Err(OpenError::NotFound { uri: store.uri().to_string() }),
     }
 }
 
 /// A local path that is a file: no table can be there (a table is a folder).
 fn not_a_table(store: &TableStore) -> Option<OpenError> {
-    let location = &store.location;
-    let path = std::path::PathBuf::from(format!("/{}", location.root));
-    (location.kind == crate::storage::StoreKind::Local && path.is_file()).then(|| OpenError::NotATable { uri: location.uri.clone() })
+    let folder = store.local_folder()?;
+    folder.is_file().then(|| OpenError::NotATable { uri: store.uri().to_string() })
 }

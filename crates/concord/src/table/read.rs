@@ -252,7 +252,7 @@ impl Table {
     /// The newest `limit` retained versions up to this one, oldest first. Costs one
     /// listing and one read per version returned.
     pub async fn history_newest(&self, limit: usize) -> Result<Vec<VersionInfo>, OpenError> {
-        let versions = self.store.location.coordinator.list_versions().await?;
+        let versions = self.store.list_versions().await?;
         let mut wanted: Vec<u64> = versions.into_iter().filter(|v| *v <= self.version()).collect();
         wanted.drain(..wanted.len().saturating_sub(limit));
         let store = self.store.clone();

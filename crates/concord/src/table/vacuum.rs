@@ -14,12 +14,9 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use futures::TryStreamExt;
-use object_store::path::Path;
-use object_store::ObjectStoreExt;
 
 use super::Table;
-use crate::error::{StorageError, WriteError};
+use crate::error::WriteError;
 use crate::format::naming;
 use crate::txn::PreparedTransaction;
 
@@ -60,8 +57,7 @@ impl Table {
         let cutoff: DateTime<Utc> =
             chrono::TimeDelta::from_std(older_than).ok().and_then(|d| now.checked_sub_signed(d)).unwrap_or(DateTime::<Utc>::MIN_UTC);
         let latest = self.latest().await?;
-        let coordinator = &self.store.location.coordinator;
-        let versions = coordinator.list_versions().await?;
+        let versions = self.store.list_versions().await?;
         // Keep every version committed at or after the cutoff, and always the latest.
         let mut oldest_retained = latest.version();
         for v in versions.iter().rev() {
@@ -88,33 +84,32 @@ impl Table {
         // files go.
         // Through the coordinator: it knows what else a version is (a DynamoDB row).
         for v in versions.iter().filter(|v| **v < oldest_retained) {
-            coordinator.remove_version(*v).await?;
+            self.store.remove_version(*v).await?;
             report.versions_removed += 1;
         }
         // Staged transactions within the retention keep their files.
-        for meta in self.list_objects(naming::TRANSACTIONS_DIR).await? {
+        for (relative, meta) in self.store.list_dir(naming::TRANSACTIONS_DIR).await? {
             if meta.last_modified >= cutoff {
-                if let Ok(txn) = self.read_staged(&meta.location).await {
+                if let Ok(Some(txn)) = self.read_staged(&relative).await {
                     referenced.extend(txn.operation.written_files().into_iter().map(str::to_string));
                 }
             }
         }
         // What doctor runs that were killed left (never referenced by anything).
-        for meta in self.list_objects(crate::storage::PROBE_DIR).await? {
-            if crate::storage::is_stale_probe_object(&self.store.location.root, &meta, now) {
-                self.remove_object(&meta.location).await?;
+        for (relative, meta) in self.store.list_dir(crate::storage::PROBE_DIR).await? {
+            if self.store.is_stale_probe(&meta, now) {
+                self.store.delete(&relative).await?;
                 report.objects_removed += 1;
                 report.bytes_removed += meta.size;
             }
         }
         for dir in [naming::DATA_DIR, naming::SEGMENTS_DIR, naming::DELETIONS_DIR, naming::TRANSACTIONS_DIR, "_staging"] {
-            for meta in self.list_objects(dir).await? {
-                let relative = relative_to(&self.store.location.root, &meta.location);
+            for (relative, meta) in self.store.list_dir(dir).await? {
                 if referenced.contains(&relative) || meta.last_modified >= cutoff {
                     report.objects_kept += 1;
                     continue;
                 }
-                self.remove_object(&meta.location).await?;
+                self.store.delete(&relative).await?;
                 report.objects_removed += 1;
                 report.bytes_removed += meta.size;
             }
@@ -122,36 +117,9 @@ impl Table {
         Ok(report)
     }
 
-    async fn list_objects(&self, dir: &str) -> Result<Vec<object_store::ObjectMeta>, StorageError> {
-        let prefix = naming::resolve(&self.store.location.root, dir);
-        self.store
-            .location
-            .store
-            .list(Some(&prefix))
-            .try_collect()
-            .await
-            .map_err(|source| StorageError::new("listing", self.store.location.display(&prefix), source))
+    /// The staged transaction at `relative` (`None`: gone meanwhile).
+    async fn read_staged(&self, relative: &str) -> Result<Option<PreparedTransaction>, WriteError> {
+        let Some(bytes) = self.store.get_metadata_object(relative).await? else { return Ok(None) };
+        Ok(Some(crate::decode::transaction(&self.store.display(relative), &bytes)?))
     }
-
-    async fn remove_object(&self, path: &Path) -> Result<(), StorageError> {
-        match self.store.location.store.delete(path).await {
-            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
-            Err(source) => Err(StorageError::new("removing", self.store.location.display(path), source)),
-        }
-    }
-
-    async fn read_staged(&self, path: &Path) -> Result<PreparedTransaction, WriteError> {
-        let shown = self.store.location.display(path);
-        let bytes = crate::storage::get_metadata(self.store.location.store.as_ref(), path)
-            .await
-            .map_err(|source| StorageError::new("reading", shown.clone(), source))?;
-        Ok(crate::decode::transaction(&shown, &bytes)?)
-    }
-}
-
-/// `path` relative to the table root, as manifests name objects.
-fn relative_to(root: &Path, path: &Path) -> String {
-    let root = root.as_ref();
-    let full = path.as_ref();
-    full.strip_prefix(root).map(|r| r.trim_start_matches('/')).unwrap_or(full).to_string()
 }

@@ -1,7 +1,6 @@
 //! Writing: prepare (write data or deletion files, build the transaction), then
 //! commit, or stage the prepared transaction to commit later (two-phase).
 
-use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
@@ -9,7 +8,7 @@ use futures::StreamExt;
 
 use super::input::{self, Input};
 use super::Table;
-use crate::error::{CommitError, InputError, OpenError, StagedCommitError, StorageError, WriteError};
+use crate::error::{CommitError, InputError, OpenError, StagedCommitError, WriteError};
 use crate::format::manifest::{Assignment, NewFragment, Operation};
 use crate::format::naming;
 use crate::io::ingest::{self, Required};
@@ -224,8 +223,7 @@ impl Table {
             }
         }
         let staged = PreparedTransaction { staged: StagedOptions::of(options), ..txn.clone() };
-        let bytes = serde_json::to_vec(&staged).expect("transactions always serialize");
-        self.store.put_new(&naming::staged_transaction_name(txn.id), Bytes::from(bytes)).await?;
+        self.store.put_new(&naming::staged_transaction_name(txn.id), crate::encode::transaction(&staged)).await?;
         Ok(txn.id)
     }
 
@@ -233,14 +231,9 @@ impl Table {
     pub async fn load_staged(&self, id: &str) -> Result<PreparedTransaction, WriteError> {
         let not_found = || WriteError::StagedNotFound { id: id.to_string() };
         let id: Uuid = id.parse().map_err(|_| not_found())?;
-        let path = self.store.path(&naming::staged_transaction_name(id));
-        let shown = self.store.location.display(&path);
-        let bytes = match crate::storage::get_metadata(self.store.location.store.as_ref(), &path).await {
-            Err(crate::error::StorageCause::ObjectStore(object_store::Error::NotFound { .. })) => return Err(not_found()),
-            other => other,
-        }
-        .map_err(|source| StorageError::new("reading", shown.clone(), source))?;
-        Ok(crate::decode::transaction(&shown, &bytes)?)
+        let name = naming::staged_transaction_name(id);
+        let bytes = self.store.get_metadata_object(&name).await?.ok_or_else(not_found)?;
+        Ok(crate::decode::transaction(&self.store.display(&name), &bytes)?)
     }
 
     /// A transaction of `operation` on this version, with `now()` fixed at `now`.

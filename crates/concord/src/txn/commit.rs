@@ -13,7 +13,6 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use chrono::{DateTime, TimeDelta, Utc};
 
 use super::member::{read_existing, Earlier, Follows, Member, Ready};
@@ -73,7 +72,6 @@ pub(crate) async fn commit_batch(
     batch: &[(&PreparedTransaction, &CommitOptions)],
     sharing: Sharing<'_>,
 ) -> Result<Vec<Outcome>, CommitError> {
-    let coordinator = &store.location.coordinator;
     let started = env.clock.monotonic();
     let job_key = match sharing {
         Sharing::Together { job_key } => job_key,
@@ -104,7 +102,7 @@ pub(crate) async fn commit_batch(
         }
         if contention.attempts == 0 {
             // A newcomer to a contended table lets the writers already waiting go first.
-            if let Some(latency) = store.recent_contention(env.clock.monotonic()) {
+            if let Some(latency) = store.commits.recent_contention(env.clock.monotonic()) {
                 let retry = &members[first_open(&outcomes)].opts.retry;
                 env.clock.sleep(retry.contention_backoff(0, latency, |max| env.random_below_or_eq(max))).await;
             }
@@ -112,10 +110,10 @@ pub(crate) async fn commit_batch(
         let (manifest, included) = build(store, env, &mut members, &mut outcomes, &base, sharing).await?;
         let Some(&(first, _)) = included.first() else { continue };
         let version = manifest.version;
-        let bytes = Bytes::from(serde_json::to_vec(&manifest).expect("manifests always serialize"));
+        let bytes = crate::encode::manifest(&manifest);
         let retry = members[first].opts.retry;
         let attempt_started = env.clock.monotonic();
-        let speculate = contention.lost_races + contention.behind >= SPECULATE_AFTER && coordinator.capabilities().read_while_creating;
+        let speculate = contention.lost_races + contention.behind >= SPECULATE_AFTER && store.capabilities().read_while_creating;
         let outcome = create_and_settle(store, env, version, bytes, members[first].txn.id, &retry, started, speculate).await?;
         let latency = env.clock.monotonic() - attempt_started;
         // Measured once: the checks below agree on whether another attempt is allowed.
@@ -124,15 +122,15 @@ pub(crate) async fn commit_batch(
         let pause = match outcome {
             Attempt::Won => {
                 let manifest = store.remember(manifest);
-                store.saw_newest(&manifest, env.clock.monotonic());
-                coordinator.after_commit(version).await;
+                store.commits.saw_newest(&manifest, env.clock.monotonic());
+                store.after_commit(version).await;
                 for (k, (i, _)) in included.iter().enumerate() {
                     outcomes[*i] = Some(Outcome::Committed(CommitInfo::of(&manifest, &manifest.transactions[k])));
                 }
                 return Ok(outcomes.into_iter().map(|o| o.unwrap_or(Outcome::Deferred)).collect());
             }
             Attempt::Lost(holder) => {
-                store.saw_newest(&holder, env.clock.monotonic());
+                store.commits.saw_newest(&holder, env.clock.monotonic());
                 // Built before this writer even knew its base: not a race lost, the
                 // handle was behind. Build on it at once; after a few in a row, look the
                 // latest up.
@@ -150,7 +148,7 @@ pub(crate) async fn commit_batch(
                 } else {
                     contention.behind = 0;
                     contention.lost_races += 1;
-                    store.saw_contention(env.clock.monotonic(), latency);
+                    store.commits.saw_contention(env.clock.monotonic(), latency);
                     retry.contention_backoff(contention.lost_races, latency, |max| env.random_below_or_eq(max))
                 }
             }
@@ -283,16 +281,16 @@ const MAX_BEHIND: u32 = 3;
 
 /// The latest version (at least `known`), looked up: one LIST or probe, one read.
 async fn look_up_latest(store: &TableStore, env: &Env, known: u64) -> Result<Arc<Manifest>, CommitError> {
-    let latest = store.location.coordinator.latest_version(Some(known)).await?.unwrap_or(known);
+    let latest = store.latest_version(Some(known)).await?.unwrap_or(known);
     let base = read_existing(store, latest).await?;
-    store.saw_newest(&base, env.clock.monotonic());
+    store.commits.saw_newest(&base, env.clock.monotonic());
     Ok(base)
 }
 
 /// The version the first attempt builds on: the newest the handle knows, if it learned
 /// of it recently (see `NEWEST_FRESH_FOR`), else the latest, looked up.
 async fn start_base(store: &TableStore, env: &Env, read_version: u64) -> Result<Arc<Manifest>, CommitError> {
-    match store.fresh_newest(env.clock.monotonic()).filter(|m| m.version >= read_version) {
+    match store.commits.fresh_newest(env.clock.monotonic()).filter(|m| m.version >= read_version) {
         Some(newest) => Ok(newest),
         None => look_up_latest(store, env, read_version).await,
     }

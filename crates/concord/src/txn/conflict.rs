@@ -10,7 +10,7 @@ use crate::format::schema::Schema;
 /// Which fragments of the base a re-run reads (what a [`Resolution::Rerun`] asks for).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum RerunScope {
+pub(crate) enum RerunScope {
     /// Fragments whose ids fall in these ranges (those a winner added).
     Fragments(Vec<Range<u64>>),
     /// Every fragment: the winner replaced the table.
@@ -34,7 +34,7 @@ impl RerunScope {
 /// What to do about one winning transaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Resolution {
+pub(crate) enum Resolution {
     /// Our transaction means the same on top of the winner: take the next version.
     Rebase,
     /// Our transaction depends on data the winner changed: re-execute it on this part
@@ -50,26 +50,26 @@ pub enum Resolution {
 /// A transaction committed after our read version.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
-pub struct Winner<'a> {
+pub(crate) struct Winner<'a> {
     /// What it did.
-    pub operation: &'a Operation,
+    pub(crate) operation: &'a Operation,
     /// The table's schema after it (its version's).
-    pub schema: &'a Schema,
+    pub(crate) schema: &'a Schema,
     /// Ids of the fragments its version added (ids are assigned in commit order).
-    pub added: Range<u64>,
+    pub(crate) added: Range<u64>,
 }
 
 impl<'a> Winner<'a> {
     /// The transaction `operation` of a version whose schema is `schema` and which added
     /// the fragments `added`. (A shared version's transactions are judged one by one;
     /// schema changes never share a version, so they all have its schema.)
-    pub fn new(operation: &'a Operation, schema: &'a Schema, added: Range<u64>) -> Self {
+    pub(crate) fn new(operation: &'a Operation, schema: &'a Schema, added: Range<u64>) -> Self {
         Winner { operation, schema, added }
     }
 }
 
 /// The resolution of `ours` (prepared against `our_schema`) over `winner`.
-pub fn resolve(ours: &Operation, our_schema: &Schema, isolation: IsolationLevel, winner: Winner<'_>) -> Resolution {
+pub(crate) fn resolve(ours: &Operation, our_schema: &Schema, isolation: IsolationLevel, winner: Winner<'_>) -> Resolution {
     let theirs = winner.schema;
     let their_op = winner.operation;
     match ours {

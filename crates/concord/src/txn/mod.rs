@@ -28,12 +28,13 @@ use uuid::Uuid;
 
 use crate::error::WriteError;
 use crate::format::manifest::{IsolationLevel, Manifest, OperationKind, TransactionRecord};
-pub use crate::format::staged::{PreparedTransaction, StagedOptions};
+pub use crate::format::staged::PreparedTransaction;
+pub(crate) use crate::format::staged::StagedOptions;
 pub use retry::RetryPolicy;
 
 impl StagedOptions {
     /// The parts of `options` a staged transaction keeps.
-    pub fn of(options: &CommitOptions) -> Self {
+    pub(crate) fn of(options: &CommitOptions) -> Self {
         StagedOptions {
             isolation: options.isolation,
             expect_version: options.expect_version,
@@ -42,7 +43,7 @@ impl StagedOptions {
     }
 
     /// `given` with these options filled in; an option both set differently is refused.
-    pub fn apply_to(&self, given: &CommitOptions) -> Result<CommitOptions, WriteError> {
+    pub(crate) fn apply_to(&self, given: &CommitOptions) -> Result<CommitOptions, WriteError> {
         fn pick<T: Clone + PartialEq + std::fmt::Display>(
             option: &'static str,
             staged: &Option<T>,

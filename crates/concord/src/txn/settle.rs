@@ -47,12 +47,11 @@ pub(crate) async fn create_and_settle(
     started: Duration,
     speculate: bool,
 ) -> Result<Attempt, CommitError> {
-    let coordinator = &store.location.coordinator;
     let (created, early) = if speculate {
-        let (created, read) = futures::join!(coordinator.create_version(version, bytes), coordinator.read_version(version));
+        let (created, read) = futures::join!(store.create_version(version, bytes), store.read_version_bytes(version));
         (created, read.ok().flatten())
     } else {
-        (coordinator.create_version(version, bytes).await, None)
+        (store.create_version(version, bytes).await, None)
     };
     let cause = match created {
         Ok(CreateOutcome::Created) => return Ok(Attempt::Won),
@@ -60,7 +59,7 @@ pub(crate) async fn create_and_settle(
         Err(e) => Some(e),
     };
     let settled = |found: Bytes| -> Result<Attempt, CommitError> {
-        let holder = crate::decode::manifest(&coordinator.describe_version(version), version, &found)?;
+        let holder = crate::decode::manifest(&store.describe_version(version), version, &found)?;
         if holder.transactions.iter().any(|t| t.id == transaction_id) {
             return Ok(Attempt::Won);
         }
@@ -73,7 +72,7 @@ pub(crate) async fn create_and_settle(
     let mut last_error: Option<StorageError> = cause;
     let mut failures = 0u32;
     loop {
-        match coordinator.read_version(version).await {
+        match store.read_version_bytes(version).await {
             Ok(Some(found)) => return settled(found),
             Ok(None) if last_error.is_some() => return Ok(Attempt::NotWritten(last_error.expect("checked"))),
             // "Already exists" but unreadable: a store that is not read-after-write
@@ -82,7 +81,7 @@ pub(crate) async fn create_and_settle(
             Ok(None) if failures >= 2 => {
                 return Ok(Attempt::NotWritten(StorageError::new(
                     "reading back",
-                    coordinator.describe_version(version),
+                    store.describe_version(version),
                     StorageCause::ReportedButUnreadable,
                 )))
             }
@@ -92,9 +91,8 @@ pub(crate) async fn create_and_settle(
         failures += 1;
         let elapsed = env.clock.monotonic() - started;
         if elapsed >= retry.timeout || failures >= retry.max_attempts {
-            let cause = last_error.unwrap_or_else(|| {
-                StorageError::new("reading back", coordinator.describe_version(version), StorageCause::ReportedButUnreadable)
-            });
+            let cause = last_error
+                .unwrap_or_else(|| StorageError::new("reading back", store.describe_version(version), StorageCause::ReportedButUnreadable));
             return Err(CommitError::CommitStateUnknown { version, transaction_id, cause });
         }
         let pause = retry.error_backoff(failures, retry.min_backoff, |max| env.random_below_or_eq(max));
@@ -105,15 +103,13 @@ pub(crate) async fn create_and_settle(
 /// Creates version 0, settling an unclear outcome by reading it back.
 /// `Ok(false)`: another writer's version 0 exists (the table exists).
 pub(crate) async fn create_table(store: &TableStore, manifest: &Manifest) -> Result<bool, CreateError> {
-    let bytes = Bytes::from(serde_json::to_vec(manifest).expect("manifests always serialize"));
-    let coordinator = &store.location.coordinator;
-    let created = match coordinator.create_version(0, bytes).await {
+    let created = match store.create_version(0, crate::encode::manifest(manifest)).await {
         Ok(CreateOutcome::Created) => true,
         Ok(CreateOutcome::AlreadyExists) => false,
-        Err(cause) => match coordinator.read_version(0).await {
+        Err(cause) => match store.read_version_bytes(0).await {
             Ok(Some(found)) => {
-                let holder = crate::decode::manifest(&coordinator.describe_version(0), 0, &found)
-                    .map_err(|e| CorruptObject { path: coordinator.describe_version(0), reason: e.to_string() })?;
+                let holder = crate::decode::manifest(&store.describe_version(0), 0, &found)
+                    .map_err(|e| CorruptObject { path: store.describe_version(0), reason: e.to_string() })?;
                 holder.transaction().id == manifest.transaction().id
             }
             Ok(None) => return Err(CreateError::Storage(cause)),
@@ -121,7 +117,7 @@ pub(crate) async fn create_table(store: &TableStore, manifest: &Manifest) -> Res
         },
     };
     if created {
-        coordinator.after_commit(0).await;
+        store.after_commit(0).await;
     }
     Ok(created)
 }

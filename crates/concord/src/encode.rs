@@ -1,0 +1,22 @@
+//! Encoding the format's objects into bytes, next to their decoding (`decode`): the one
+//! place each kind of object is serialized.
+
+use bytes::Bytes;
+
+use crate::format::manifest::{Manifest, Segment};
+use crate::format::staged::PreparedTransaction;
+
+/// A root manifest, as its version file holds it.
+pub(crate) fn manifest(manifest: &Manifest) -> Bytes {
+    Bytes::from(serde_json::to_vec(manifest).expect("manifests always serialize"))
+}
+
+/// A segment file.
+pub(crate) fn segment(segment: &Segment) -> Bytes {
+    Bytes::from(serde_json::to_vec(segment).expect("segments always serialize"))
+}
+
+/// A staged transaction (`_transactions/<id>.json`).
+pub(crate) fn transaction(txn: &PreparedTransaction) -> Bytes {
+    Bytes::from(serde_json::to_vec(txn).expect("transactions always serialize"))
+}
