@@ -220,7 +220,10 @@ def report(results, args):
                 cells.append("n/a")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
 
-    row(f"append 100 rows, p50 / p99 ms ({args.small} appends)", lambda r: f"{fmt(r['small']['p50_ms'], 2)} / {fmt(r['small']['p99_ms'], 2)}")
+    row(
+        f"append 100 rows, p50 / p99 ms ({args.small} appends)",
+        lambda r: f"{fmt(r['small']['p50_ms'], 2)} / {fmt(r['small']['p99_ms'], 2)}",
+    )
     row(f"append 1M rows, p50 ms ({args.big} appends)", lambda r: fmt(r["big"]["p50_ms"], 0))
     row("append 1M rows, rows/s", lambda r: fmt(r["big"]["rows_per_s"], 0))
     for w in args.writers:
@@ -234,7 +237,7 @@ def report(results, args):
 
 def versions():
     out = {}
-    for mod, dist in (("concord", "concord"), ("lance", "pylance"), ("deltalake", "deltalake"), ("pyarrow", "pyarrow")):
+    for _module, dist in (("concord", "concord"), ("lance", "pylance"), ("deltalake", "deltalake"), ("pyarrow", "pyarrow")):
         try:
             import importlib.metadata as m
 

@@ -14,6 +14,7 @@ either applying as the concurrency contract says or failing with a typed excepti
 ``shared/python-contract.md``; everything is done by the Rust library.
 """
 
+from ._concord import __version__
 from ._errors import (
     CommitStateUnknownError,
     ConcordError,
@@ -27,7 +28,6 @@ from ._errors import (
     VersionMovedError,
 )
 from ._table import DEFAULT_COMPACT_TARGET_ROWS, CommitInfo, Fragment, Table, create, create_coordinator_table, open, sql
-from ._concord import __version__
 
 __all__ = [
     "create",

@@ -413,7 +413,9 @@ class Table:
         rows = DEFAULT_COMPACT_TARGET_ROWS if target_rows is None else target_rows
         return self._stage("compact", {"target_rows": rows}, options)
 
-    def commit_staged(self, staged_ids: Union[str, Iterable[str]], *, together: bool = True, **options: Unpack[WriteOptions]) -> List[CommitInfo]:
+    def commit_staged(
+        self, staged_ids: Union[str, Iterable[str]], *, together: bool = True, **options: Unpack[WriteOptions]
+    ) -> List[CommitInfo]:
         """Commits staged transactions (ids from ``stage_*``, possibly of other
         processes or machines) against whatever the table is now, rebasing or
         re-running as the concurrency contract says. Returns one ``CommitInfo`` each.
@@ -509,8 +511,9 @@ class Fragment:
 
     __slots__ = ("id", "rows", "version", "_json", "_uri", "_storage_options", "_native")
 
-    def __init__(self, id: int, rows: int, fragment_json: str, version: int, uri: str,
-                 storage_options: StorageOptions, native: Any = None) -> None:
+    def __init__(
+        self, id: int, rows: int, fragment_json: str, version: int, uri: str, storage_options: StorageOptions, native: Any = None
+    ) -> None:
         self.id = id
         self.rows = rows
         self.version = version
@@ -558,7 +561,7 @@ def create(uri: str, schema: Union[pa.Schema, str], storage_options: StorageOpti
     """
     pairs, coordinator = _options(storage_options)
     if not isinstance(schema, str) and not hasattr(schema, "__arrow_c_schema__"):
-        raise TypeError("schema must be a pyarrow.Schema or a str such as \"id bigint not null, name varchar\"")
+        raise TypeError('schema must be a pyarrow.Schema or a str such as "id bigint not null, name varchar"')
     return Table(_concord.create(uri, schema, pairs, coordinator), storage_options)
 
 

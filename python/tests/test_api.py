@@ -332,8 +332,18 @@ def test_history_fields(local):
     assert [h["version"] for h in history] == [0, 1, 2]
     assert [h["operation"] for h in history] == ["create", "append", "delete"]
     for h in history:
-        for key in ("version", "timestamp", "operation", "read_version", "transaction_id", "attempts", "rebased_over",
-                    "rerun", "idempotency_key", "transactions"):
+        for key in (
+            "version",
+            "timestamp",
+            "operation",
+            "read_version",
+            "transaction_id",
+            "attempts",
+            "rebased_over",
+            "rerun",
+            "idempotency_key",
+            "transactions",
+        ):
             assert key in h
         assert h["timestamp"].endswith("Z")
         assert h["transactions"][0]["transaction_id"] == h["transaction_id"]

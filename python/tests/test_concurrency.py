@@ -9,7 +9,6 @@ import statistics
 import threading
 import time
 
-import pyarrow as pa
 import pytest
 
 import concord
@@ -193,7 +192,7 @@ def test_threads_through_a_dynamodb_coordinator(s3, measure):
     assert concord.create_coordinator_table(spec, storage_options=s3.options) is False, "already there"
     options = dict(s3.options, commit_coordinator=spec)
     uri = s3.uri("ddb")
-    t = concord.create(uri, "id bigint not null, name varchar, score double", storage_options=options)
+    concord.create(uri, "id bigint not null, name varchar, score double", storage_options=options)
     handles = [concord.open(uri, storage_options=options) for _ in range(4)]
     infos, errors = [], []
 

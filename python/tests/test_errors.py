@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 import threading
@@ -56,7 +55,10 @@ def files_under(path) -> set:
         (lambda t: t.append(pa.table({"name": ["a"]})), "column 'id' is required"),
         (lambda t: t.append(pa.table({"id": pa.array([None, 2], pa.int64())})), "has a null"),
         (lambda t: t.append(pa.table({"id": [1.5]})), "value '1.5' in column 'id' is not a valid bigint"),
-        (lambda t: t.append(pa.table({"id": pa.array([1], pa.int64()), "name": pa.array([1], pa.int64())})), "column 'name' has type bigint, but the table expects varchar"),
+        (
+            lambda t: t.append(pa.table({"id": pa.array([1], pa.int64()), "name": pa.array([1], pa.int64())})),
+            "column 'name' has type bigint, but the table expects varchar",
+        ),
         (lambda t: t.delete("id = 'x'"), "is not a valid bigint"),
         (lambda t: t.delete("name > 3"), "do not compare"),
         (lambda t: t.delete("id ==== 1"), "cannot parse"),
@@ -184,7 +186,7 @@ def race_without_retries(uri, writers=8, rounds=20):
         handles = [concord.open(uri) for _ in range(writers)]
         barrier = threading.Barrier(writers)
 
-        def write(h, w):
+        def write(h, w, barrier=barrier, r=r):
             barrier.wait()
             try:
                 outcomes.append(h.append(rows([1000 * r + w]), max_retries=0))
@@ -358,7 +360,7 @@ def cli_failure(cli, *args):
     assert p.returncode != 0
     message = p.stderr.strip()
     assert message.startswith("error: ")
-    return p.returncode, message[len("error: "):]
+    return p.returncode, message[len("error: ") :]
 
 
 def test_exit_codes_and_messages_are_the_clis(local, cli, tmp_path):
@@ -399,3 +401,29 @@ def test_a_panic_arrives_as_concord_error(inside_runtime):
     # The runtime still works afterwards.
     t = concord.create("memory://after-panic-%d/t" % inside_runtime, "id bigint")
     assert t.append({"id": [1]}).version == 1
+
+
+def test_every_error_kind_raises_the_contracts_exception():
+    """The library's kinds of error, each through the package's map, to the exception
+    class and exit code ../shared/python-contract.md gives (the map is a total match on
+    the kind: a new kind does not compile without its class)."""
+    contract = {
+        "invalid_input": ("InvalidInputError", 2, ValueError),
+        "incompatible": ("IncompatibleError", 3, None),
+        "contention": ("TooMuchContentionError", 4, None),
+        "moved": ("VersionMovedError", 5, None),
+        "not_found": ("TableNotFoundError", 7, FileNotFoundError),
+        "exists": ("TableExistsError", 7, FileExistsError),
+        "unknown_outcome": ("CommitStateUnknownError", 8, None),
+        "storage": ("StorageError", 1, OSError),
+        "corrupt": ("CorruptError", 1, OSError),
+    }
+    classes = dict(concord._concord._error_classes())
+    assert set(classes) == set(contract), "one class per kind, every kind in the contract"
+    for kind, class_name in classes.items():
+        name, exit_code, base = contract[kind]
+        assert class_name == name, kind
+        cls = getattr(concord, class_name)
+        assert issubclass(cls, concord.ConcordError) and cls.exit_code == exit_code, kind
+        if base is not None:
+            assert issubclass(cls, base), kind

@@ -200,3 +200,33 @@ impl From<std::io::Error> for Failure {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every kind the library has maps to the exit code ../shared/cli-contract.md gives
+    /// its name (the match in `code` is total: a new kind does not compile without one).
+    #[test]
+    fn every_kind_exits_as_the_contract_says() {
+        let contract = [
+            ("invalid_input", 2),
+            ("incompatible", 3),
+            ("contention", 4),
+            ("moved", 5),
+            ("not_found", 7),
+            ("exists", 7),
+            ("unknown_outcome", 8),
+            ("storage", 1),
+            ("corrupt", 1),
+        ];
+        let kinds = ErrorKind::all();
+        assert_eq!(kinds.len(), contract.len(), "one of each kind");
+        for kind in kinds {
+            let expected =
+                contract.iter().find(|(name, _)| *name == kind.name()).unwrap_or_else(|| panic!("{} is not in the contract", kind.name()));
+            assert_eq!(code(&kind), expected.1, "{}", kind.name());
+        }
+        assert_eq!(unsafe_store(String::new()).code, 6);
+    }
+}

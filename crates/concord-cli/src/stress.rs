@@ -455,7 +455,7 @@ fn failure_reasons(failed: &[&(u64, Value)]) -> Value {
         *counts.entry(folded).or_default() += 1;
     }
     let mut sorted: Vec<(String, u64)> = counts.into_iter().collect();
-    sorted.sort_by(|a, b| b.1.cmp(&a.1));
+    sorted.sort_by_key(|(_, count)| std::cmp::Reverse(*count));
     Value::Array(sorted.into_iter().take(5).map(|(reason, count)| json!({"count": count, "error": reason})).collect())
 }
 

@@ -81,6 +81,13 @@ impl From<WriteError> for Error {
 }
 
 /// Which exception, with its attributes.
+/// Every kind the library has, with its exception class: for the test that checks the
+/// map against ../shared/python-contract.md (python/tests/test_errors.py).
+#[pyfunction]
+pub(crate) fn _error_classes() -> Vec<(&'static str, &'static str)> {
+    ErrorKind::all().iter().map(|k| (k.name(), class_name(k))).collect()
+}
+
 /// The exception class of a kind (the contract's table): a total map.
 fn class_name(kind: &ErrorKind) -> &'static str {
     match kind {

@@ -30,6 +30,7 @@ fn _concord(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(table::sql, m)?)?;
     m.add_function(wrap_pyfunction!(table::create_coordinator_table, m)?)?;
     m.add_function(wrap_pyfunction!(table::_panic_for_tests, m)?)?;
+    m.add_function(wrap_pyfunction!(errors::_error_classes, m)?)?;
     m.add("DEFAULT_COMPACT_TARGET_ROWS", concord::DEFAULT_COMPACT_TARGET_ROWS)?;
     m.add("MIN_VACUUM_RETENTION_S", concord::MIN_VACUUM_RETENTION.as_secs())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

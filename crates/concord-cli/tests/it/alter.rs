@@ -38,7 +38,7 @@ fn add_drop_rename_columns_by_field_id() {
     assert_eq!(&ops[2..], ["add_column", "add_column", "append", "rename_column", "drop_column", "add_column"]);
     assert_eq!(ok(&["count", &t.uri, "--where", "qty = 3"]).trim(), "3", "predicates see defaults too");
     // Time travel reads each version with its own schema.
-    assert!(scan_json(&format!("{}", t.uri)).len() == 4);
+    assert!(scan_json(&t.uri.to_string()).len() == 4);
     let old = ok(&["scan", &t.uri, "--version", "1", "--format", "json"]);
     assert!(old.contains("\"name\":\"n0\"") && !old.contains("qty"), "{old}");
 }

@@ -288,7 +288,7 @@ async fn retry_with_the_same_key_after_commit_state_unknown_leaves_one_copy() {
     let (table, _, clean) = faulty_table(Fault::LandThenUnreachable).await;
     let keyed = CommitOptions { idempotency_key: Some("load-42".into()), ..quick_retries() };
     let batch = one_batch(table.schema(), 0..5);
-    let err = table.append(&[batch.clone()], &keyed).await.unwrap_err();
+    let err = table.append(std::slice::from_ref(&batch), &keyed).await.unwrap_err();
     assert!(matches!(err, WriteError::Commit(CommitError::CommitStateUnknown { version: 1, .. })), "{err:?}");
     let recovered = Table::open(clean.clone(), Env::system()).await.unwrap();
     let info = recovered.append(&[batch], &keyed).await.unwrap();

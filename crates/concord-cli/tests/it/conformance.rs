@@ -80,7 +80,7 @@ impl Fixture {
     }
 
     fn coordinator(&self) -> &Arc<dyn CommitCoordinator> {
-        &self.location.coordinator()
+        self.location.coordinator()
     }
 }
 

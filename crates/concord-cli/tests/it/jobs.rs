@@ -1,4 +1,4 @@
-//! Staged commits and job commits (issue 19 items 0 and 8): every path that commits
+//! Staged commits and job commits (issue 19, items 0 and 8): every path that commits
 //! checks idempotency keys the same way, in one place; a job's members apply in the
 //! order given, each re-run on what the earlier ones changed where its rule needs it.
 
@@ -23,7 +23,7 @@ fn versions_with_key(t: &TempTable, key: &str) -> Vec<u64> {
         .collect()
 }
 
-/// 0. A transaction staged under a key that already committed replays, whichever way
+/// Item 0: A transaction staged under a key that already committed replays, whichever way
 /// it is committed: plain, `--together` alone or with others. Two members of one job
 /// with one key are refused.
 #[test]
@@ -79,7 +79,7 @@ fn a_job_key_makes_a_retried_job_replay() {
     assert_mentions(&fails(&["commit", &t.uri, &c, &d, "--idempotency-key", "K"], 2), &["idempotency key", "together"]);
 }
 
-/// 8. Members apply in the order given, each as if committed right after the earlier
+/// Item 8: Members apply in the order given, each as if committed right after the earlier
 /// ones: independent writes (a delete and an update of other rows, an append and a
 /// delete) commit as one version; a delete after an append re-runs on its rows.
 #[test]

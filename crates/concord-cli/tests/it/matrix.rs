@@ -239,7 +239,7 @@ async fn prepare(table: &Table, op: Op, as_ours: bool) -> PreparedTransaction {
         Merge | MergeNoTag => {
             let source: Vec<(i64, i64, &str)> =
                 if as_ours { vec![(2, 222, "m2"), (100, 1000, "m100")] } else { vec![(2, 2000, "wm2"), (61, 610, "wm61")] };
-            table.prepare(Write::Merge { input: (&[batch(table, &source, op == Merge)]).into(), on: (&["id".to_string()]).to_vec() }).await
+            table.prepare(Write::Merge { input: (&[batch(table, &source, op == Merge)]).into(), on: ["id".to_string()].to_vec() }).await
         }
         Overwrite => {
             let new: Vec<(i64, i64, String)> =

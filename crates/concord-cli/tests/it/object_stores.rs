@@ -125,7 +125,7 @@ fn doctor_tells_safe_from_unsafe_stores() {
             env.push(("CONCORD_COMMIT_COORDINATOR".into(), servers::COMMIT_TABLE.into()));
             let s = Server {
                 coordinator: Some(servers::COMMIT_TABLE.into()),
-                options: env.iter().cloned().filter(|(k, _)| k.starts_with("AWS_")).collect(),
+                options: env.iter().filter(|&(k, _)| k.starts_with("AWS_")).cloned().collect(),
                 ..server.clone()
             };
             tokio::runtime::Runtime::new().unwrap().block_on(s.prepare());
@@ -138,7 +138,7 @@ fn doctor_tells_safe_from_unsafe_stores() {
         let rt = tokio::runtime::Runtime::new().unwrap();
         let left: Vec<_> = rt.block_on(async {
             use futures::TryStreamExt;
-            location.store().list(Some(&location.root())).try_collect::<Vec<_>>().await.unwrap()
+            location.store().list(Some(location.root())).try_collect::<Vec<_>>().await.unwrap()
         });
         assert!(left.is_empty(), "doctor left {left:?}");
     }
@@ -234,7 +234,7 @@ fn gcs_uris_resolve_to_gcs() {
     let resolver = concord::StoreResolver::new().with_options([("GOOGLE_SKIP_SIGNATURE".to_string(), "true".to_string())]);
     let location = resolver.resolve("gs://some-bucket/tables/t").unwrap();
     assert_eq!(location.kind(), concord::StoreKind::Gcs);
-    assert_eq!(location.display(&location.root()), "gs://some-bucket/tables/t");
+    assert_eq!(location.display(location.root()), "gs://some-bucket/tables/t");
     let err = concord::StoreResolver::new().with_options([("AWS_REGOIN".to_string(), "x".to_string())]).resolve("s3://b/t").unwrap_err();
     assert!(err.to_string().contains("unknown store option 'AWS_REGOIN'"), "{err}");
     // Settings a local path cannot use are refused, not ignored.

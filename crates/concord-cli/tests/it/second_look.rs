@@ -12,7 +12,7 @@ fn json_lines(out: &str) -> Vec<Value> {
     out.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
 }
 
-/// 7. `--as-of` applies to every table of a query; `--version` to `t` only;
+/// Item 7: `--as-of` applies to every table of a query; `--version` to `t` only;
 /// `--table-version NAME=N` pins another table.
 #[test]
 fn sql_time_travel_applies_to_every_table() {
@@ -38,7 +38,7 @@ fn sql_time_travel_applies_to_every_table() {
     assert_mentions(&fails(&["sql", &t.uri, "SELECT 1", "--table-version", "t=1"], 2), &["--version"]);
 }
 
-/// 9. `sql` resolves column names as every other command does: exactly, else the one
+/// Item 9: `sql` resolves column names as every other command does: exactly, else the one
 /// case-insensitive match, else it asks for quotes.
 #[test]
 fn sql_resolves_column_names_like_every_command() {
@@ -54,7 +54,7 @@ fn sql_resolves_column_names_like_every_command() {
     ok(&["sql", &two.uri, "SELECT \"ID\" FROM t"]);
 }
 
-/// 10. One naming rule for create, alter, headers and Parquet/Arrow names; any name in
+/// Item 10: One naming rule for create, alter, headers and Parquet/Arrow names; any name in
 /// double quotes.
 #[test]
 fn any_column_name_in_double_quotes() {
@@ -83,7 +83,7 @@ fn any_column_name_in_double_quotes() {
     assert_eq!((row["Customer ID"].as_i64(), row["Prénom, nom"].as_str()), (Some(1), Some("x")));
 }
 
-/// 12. Messages that named the wrong thing, or no line.
+/// Item 12: Messages that named the wrong thing, or no line.
 #[test]
 fn messages_name_the_real_cause() {
     let t = TempTable::create_with("id bigint not null, d date, name varchar");
@@ -117,7 +117,7 @@ fn messages_name_the_real_cause() {
     assert_mentions(&stderr, &["an append"]);
 }
 
-/// 13. `--json` prints one JSON object on stdout for failures too, with the contract's
+/// Item 13: `--json` prints one JSON object on stdout for failures too, with the contract's
 /// kind and exit code.
 #[test]
 fn json_failures_carry_the_contract_kind() {
@@ -143,7 +143,7 @@ fn json_failures_carry_the_contract_kind() {
     }
 }
 
-/// 15. The table format shows NULL apart from the empty string and keeps its rows
+/// Item 15: The table format shows NULL apart from the empty string and keeps its rows
 /// aligned; `schema` shows properties; `history --limit`; `create` refuses a folder
 /// holding something else.
 #[test]
@@ -175,7 +175,7 @@ fn outputs_and_create_keep_their_promises() {
     assert_eq!(std::fs::read_dir(&folder).unwrap().count(), 1, "nothing written there");
 }
 
-/// 14. A long append shows its progress on stderr when stderr is a terminal (here a
+/// Item 14: A long append shows its progress on stderr when stderr is a terminal (here a
 /// pseudo-terminal from `script`), and nothing when it is not.
 #[test]
 fn long_appends_show_progress_on_a_terminal_only() {

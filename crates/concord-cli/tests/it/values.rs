@@ -14,7 +14,7 @@ fn json_rows(uri: &str) -> Vec<Value> {
     ok(&["scan", uri, "--format", "json"]).lines().map(|l| serde_json::from_str(l).expect("one JSON object per line")).collect()
 }
 
-/// 1. Arithmetic is checked: bigint overflow is refused like int overflow, in SET
+/// Item 1: Arithmetic is checked: bigint overflow is refused like int overflow, in SET
 /// values and in defaults, and so is a finite double that would become infinite.
 #[test]
 fn arithmetic_that_overflows_is_refused_not_wrapped() {
@@ -48,7 +48,7 @@ fn arithmetic_that_overflows_is_refused_not_wrapped() {
     assert_eq!(json_rows(&t.uri)[0]["s"], "Infinity");
 }
 
-/// 2. Nanoseconds are refused by a microsecond column (from CSV, NDJSON, Parquet and
+/// Item 2: Nanoseconds are refused by a microsecond column (from CSV, NDJSON, Parquet and
 /// predicates), never cut off; zero nanoseconds fit.
 #[test]
 fn nanoseconds_are_refused_not_cut_off() {
@@ -77,7 +77,7 @@ fn nanoseconds_are_refused_not_cut_off() {
     ok(&["update", &t.uri, "--set", "x = now()"]);
 }
 
-/// 3. One rule for dates: a time of day other than midnight (UTC) does not fit.
+/// Item 3: One rule for dates: a time of day other than midnight (UTC) does not fit.
 #[test]
 fn a_time_of_day_does_not_fit_a_date() {
     let t = TempTable::create_with("id bigint not null, d date, ts timestamp");
@@ -95,7 +95,7 @@ fn a_time_of_day_does_not_fit_a_date() {
     assert_eq!(days, ["2024-03-03", "2024-03-05", "2024-03-04"]);
 }
 
-/// 4. Binary columns: scans print hex, and appends read hex back (CSV and NDJSON).
+/// Item 4: Binary columns: scans print hex, and appends read hex back (CSV and NDJSON).
 #[test]
 fn binary_exports_re_import_as_themselves() {
     let t = TempTable::create_with("id bigint not null, b binary");
@@ -113,7 +113,7 @@ fn binary_exports_re_import_as_themselves() {
     assert_mentions(&fails(&["append", &t.uri, &t.file("bad.csv", "id,b\n4,abc\n")], 2), &["'b'", "hex"]);
 }
 
-/// 5. Doubles: overflow to infinity is refused; explicit infinities and NaN are stored,
+/// Item 5: Doubles: overflow to infinity is refused; explicit infinities and NaN are stored,
 /// and a JSON export writes them as strings that re-import as themselves.
 #[test]
 fn infinities_and_nan_round_trip_and_overflow_is_refused() {
@@ -134,7 +134,7 @@ fn infinities_and_nan_round_trip_and_overflow_is_refused() {
     assert_eq!(ok(&["scan", &again.uri, "--format", "csv"]), csv);
 }
 
-/// 6. A float column refuses integers (and digits) it cannot hold exactly.
+/// Item 6: A float column refuses integers (and digits) it cannot hold exactly.
 #[test]
 fn a_float_column_refuses_what_it_would_round() {
     let t = TempTable::create_with("id bigint not null, f float, d double");
@@ -156,7 +156,7 @@ fn a_float_column_refuses_what_it_would_round() {
     ok(&["append", &t.uri, parquet.to_str().unwrap()]);
 }
 
-/// 11. Parquet and Arrow input are checked by value, as CSV is: pandas' int64 goes into
+/// Item 11: Parquet and Arrow input are checked by value, as CSV is: pandas' int64 goes into
 /// an int column when every value fits; the first that does not is named.
 #[test]
 fn typed_input_is_checked_by_value() {

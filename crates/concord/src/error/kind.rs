@@ -60,6 +60,21 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    /// One error of every kind (for surfaces to check that they map each).
+    pub fn all() -> Vec<ErrorKind> {
+        vec![
+            ErrorKind::InvalidInput,
+            ErrorKind::Incompatible { winner_version: Some(1), winner_operation: Some("append".into()) },
+            ErrorKind::Contention { attempts: 3, elapsed_ms: 10 },
+            ErrorKind::Moved { expected: 1, latest: 2 },
+            ErrorKind::NotFound,
+            ErrorKind::Exists,
+            ErrorKind::UnknownOutcome { version: Some(2), transaction_id: None },
+            ErrorKind::Storage,
+            ErrorKind::Corrupt,
+        ]
+    }
+
     /// The kind's name, as `--json` prints it (../shared/cli-contract.md).
     pub fn name(&self) -> &'static str {
         match self {

@@ -168,6 +168,6 @@ mod tests {
         let err = catch_panic(|| -> u32 { panic!("bad page") }).unwrap_err();
         assert!(err.contains("bad page"), "{err}");
         assert!(!panic_is_caught());
-        assert_eq!(catch_panic(|| panic_is_caught()), Ok(true));
+        assert_eq!(catch_panic(panic_is_caught), Ok(true));
     }
 }

@@ -44,16 +44,16 @@ pub(crate) fn file_stats(fields: &[Field], columns: &[usize], batches: &[RecordB
 /// The smallest and largest non-NULL value as text, if the type records them.
 fn bounds(t: ColumnType, arrays: &[&ArrayRef]) -> Option<(String, String)> {
     match t {
-        ColumnType::Int => fold(arrays, |a| primitive::<Int32Type>(a)).map(|(a, b)| (a.to_string(), b.to_string())),
-        ColumnType::Bigint => fold(arrays, |a| primitive::<Int64Type>(a)).map(|(a, b)| (a.to_string(), b.to_string())),
+        ColumnType::Int => fold(arrays, primitive::<Int32Type>).map(|(a, b)| (a.to_string(), b.to_string())),
+        ColumnType::Bigint => fold(arrays, primitive::<Int64Type>).map(|(a, b)| (a.to_string(), b.to_string())),
         ColumnType::Float => floats(arrays, |a| a.as_primitive::<Float32Type>().iter().map(|v| v.map(f64::from)).collect())
             .map(|(lo, hi)| (float_text(lo as f32), float_text(hi as f32))),
         ColumnType::Double => {
             floats(arrays, |a| a.as_primitive::<Float64Type>().iter().collect()).map(|(lo, hi)| (float_text(lo), float_text(hi)))
         }
-        ColumnType::Date => fold(arrays, |a| primitive::<Date32Type>(a)).and_then(|(a, b)| Some((date_text(a)?, date_text(b)?))),
+        ColumnType::Date => fold(arrays, primitive::<Date32Type>).and_then(|(a, b)| Some((date_text(a)?, date_text(b)?))),
         ColumnType::Timestamp => {
-            fold(arrays, |a| primitive::<TimestampMicrosecondType>(a)).and_then(|(a, b)| Some((timestamp_text(a)?, timestamp_text(b)?)))
+            fold(arrays, primitive::<TimestampMicrosecondType>).and_then(|(a, b)| Some((timestamp_text(a)?, timestamp_text(b)?)))
         }
         ColumnType::Boolean => fold(arrays, |a| {
             let b = a.as_boolean();

@@ -88,7 +88,7 @@ mod tests {
         // A column the files lack holds its default in every row.
         let added = &s.column_statistics[1];
         assert_eq!(
-            (added.min_value.clone(), added.null_count.clone()),
+            (added.min_value.clone(), added.null_count),
             (Precision::Exact(ScalarValue::Utf8(Some("x".into()))), Precision::Exact(0))
         );
 
@@ -110,7 +110,7 @@ mod tests {
         let s = of_fragments(&[fragment(0, 10, "-5", "7", 0, 0), old], &fields(), false);
         assert_eq!(s.num_rows, Precision::Exact(15));
         let n = &s.column_statistics[0];
-        assert_eq!((n.min_value.clone(), n.null_count.clone()), (Precision::Absent, Precision::Absent));
+        assert_eq!((n.min_value.clone(), n.null_count), (Precision::Absent, Precision::Absent));
         // A fragment of NULLs only adds no bounds.
         let mut nulls = fragment(1, 3, "0", "0", 3, 0);
         (nulls.files[0].stats[0].min, nulls.files[0].stats[0].max) = (None, None);

@@ -114,21 +114,19 @@ impl Table {
     /// Prepares `write` against the latest version: writes its data files, deletion
     /// vectors and new values, and returns the transaction, committing nothing
     /// ([`Table::commit`] or [`Table::stage`] it).
-    pub fn prepare(&self, write: Write) -> impl Future<Output = Result<PreparedTransaction, WriteError>> + Send + '_ {
-        async move {
-            match write {
-                Write::Append { input } => self.prepare_append(input).await,
-                Write::Overwrite { input, filter } => self.prepare_overwrite(input, filter.as_deref()).await,
-                Write::Delete { filter } => self.prepare_delete(&filter).await,
-                Write::Update { set, filter } => self.prepare_update(&set, filter.as_deref()).await,
-                Write::Merge { input, on } => self.prepare_merge(input, &on).await,
-                Write::Restore { version } => self.prepare_restore(version).await,
-                Write::AddColumn { definition } => self.prepare_add_column(&definition).await,
-                Write::DropColumn { name } => self.prepare_drop_column(&name).await,
-                Write::RenameColumn { from, to } => self.prepare_rename_column(&from, &to).await,
-                Write::SetProperties { set, unset } => self.prepare_set_properties(&set, &unset).await,
-                Write::Compact { target_rows } => self.prepare_compact(target_rows).await,
-            }
+    pub async fn prepare(&self, write: Write) -> Result<PreparedTransaction, WriteError> {
+        match write {
+            Write::Append { input } => self.prepare_append(input).await,
+            Write::Overwrite { input, filter } => self.prepare_overwrite(input, filter.as_deref()).await,
+            Write::Delete { filter } => self.prepare_delete(&filter).await,
+            Write::Update { set, filter } => self.prepare_update(&set, filter.as_deref()).await,
+            Write::Merge { input, on } => self.prepare_merge(input, &on).await,
+            Write::Restore { version } => self.prepare_restore(version).await,
+            Write::AddColumn { definition } => self.prepare_add_column(&definition).await,
+            Write::DropColumn { name } => self.prepare_drop_column(&name).await,
+            Write::RenameColumn { from, to } => self.prepare_rename_column(&from, &to).await,
+            Write::SetProperties { set, unset } => self.prepare_set_properties(&set, &unset).await,
+            Write::Compact { target_rows } => self.prepare_compact(target_rows).await,
         }
     }
 
@@ -138,28 +136,22 @@ impl Table {
     /// commit loop makes the same check). Files of a transaction known not to have
     /// committed are removed (never when the outcome is unknown: they may be part of a
     /// committed version).
-    pub fn write<'a>(
-        &'a self,
-        write: Write,
-        options: &'a CommitOptions,
-    ) -> impl Future<Output = Result<CommitInfo, WriteError>> + Send + 'a {
-        async move {
-            if let Some(key) = &options.idempotency_key {
-                let base = self.write_base().await?;
-                let retry = keys::Retry::Transaction(write.kind());
-                if let Some(keys::Found::Transaction(done)) = keys::in_history(&self.store, key, retry, base.version()).await? {
-                    return Ok(done);
-                }
+    pub async fn write<'a>(&'a self, write: Write, options: &'a CommitOptions) -> Result<CommitInfo, WriteError> {
+        if let Some(key) = &options.idempotency_key {
+            let base = self.write_base().await?;
+            let retry = keys::Retry::Transaction(write.kind());
+            if let Some(keys::Found::Transaction(done)) = keys::in_history(&self.store, key, retry, base.version()).await? {
+                return Ok(done);
             }
-            let txn = self.prepare(write).await?;
-            let result = self.queue.commit(&self.store, &self.env, &txn, options, self.group_commit).await;
-            if let Err(e) = &result {
-                if !matches!(e, CommitError::CommitStateUnknown { .. }) {
-                    self.store.delete_best_effort(txn.operation.written_files()).await;
-                }
-            }
-            Ok(result?)
         }
+        let txn = self.prepare(write).await?;
+        let result = self.queue.commit(&self.store, &self.env, &txn, options, self.group_commit).await;
+        if let Err(e) = &result {
+            if !matches!(e, CommitError::CommitStateUnknown { .. }) {
+                self.store.delete_best_effort(txn.operation.written_files()).await;
+            }
+        }
+        Ok(result?)
     }
 
     /// Appends rows (batches, files or a stream: see [`Input`]); see [`Write::Append`].

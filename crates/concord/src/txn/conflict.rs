@@ -502,7 +502,8 @@ mod tests {
         };
         for isolation in [IsolationLevel::Serializable, IsolationLevel::Snapshot] {
             let got = resolve(&delete, &ours_schema, isolation, win(&manifest_of(compact.clone()), 12..13));
-            assert_eq!(got, Resolution::Rerun(RerunScope::Fragments(vec![12..13])), "{isolation:?}");
+            let added = std::iter::once(12..13).collect();
+            assert_eq!(got, Resolution::Rerun(RerunScope::Fragments(added)), "{isolation:?}");
         }
     }
 }

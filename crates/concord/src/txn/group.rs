@@ -5,9 +5,9 @@
 //! holds it takes everything queued (its own transaction among it, unless an earlier
 //! holder already committed that) and commits it as one batch (`commit::commit_batch`,
 //! `Sharing::Group`); a transaction that cannot follow the others in one version
-//! without a re-run is queued again for the next. A lone writer finds the queue holding
-//! only its own transaction and commits at once: nobody waits for company. The batch
-//! runs in a task of its own, so a caller that gives up waiting cancels nothing.
+//! without a re-run is queued again for the next. A lone writer (the lock free, the
+//! queue empty) commits at once in its own task: nobody waits for company. A batch runs
+//! in a task of its own, so a caller that gives up waiting cancels nothing.
 //!
 //! Transactions that commit alone: those with an expected version (compare-and-swap
 //! is about one transaction), and schema, property, restore, overwrite and compaction
@@ -64,6 +64,14 @@ impl CommitQueue {
     ) -> Result<CommitInfo, CommitError> {
         if !group || !groupable(txn, opts) {
             return commit::commit(store, env, txn, opts).await;
+        }
+        // A lone writer (nobody committing, nothing queued) commits at once, in its own
+        // task: no spawned task, no channel. Whoever arrives meanwhile queues and takes
+        // the lock after it.
+        if let Ok(_turn) = self.committer.try_lock() {
+            if self.lock_pending().is_empty() {
+                return commit::commit(store, env, txn, opts).await;
+            }
         }
         let (reply, mut answer) = oneshot::channel();
         self.lock_pending().push(Pending { txn: txn.clone(), opts: opts.clone(), reply });

@@ -59,7 +59,7 @@ impl StagedOptions {
             isolation: pick("isolation", &self.isolation, &given.isolation)?,
             expect_version: pick("expect_version", &self.expect_version, &given.expect_version)?,
             idempotency_key: pick("idempotency_key", &self.idempotency_key, &given.idempotency_key)?,
-            retry: given.retry.clone(),
+            retry: given.retry,
         })
     }
 }
