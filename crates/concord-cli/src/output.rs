@@ -329,6 +329,16 @@ pub fn print_history(history: &[VersionInfo], format: ListFormat) -> Result<(), 
                     "{:>8}  {:<27}  {:<14}  {:>6}  {:>8}  {:>10}  {:>10}  {:>10}  {}",
                     v.version, ts, v.operation, read, v.attempts, v.rows_written, v.rows_deleted, v.rows, rebased
                 )?;
+                // A shared version: each further transaction on a line of its own.
+                for t in v.transactions.iter().skip(1) {
+                    let read = t.read_version.map_or("-".to_string(), |r| r.to_string());
+                    let carried = t.carried_by.map_or(String::new(), |by| format!("carried by {by}"));
+                    writeln!(
+                        out,
+                        "{:>8}  {:<27}  {:<14}  {:>6}  {:>8}  {:>10}  {:>10}  {:>10}  {}",
+                        "+", t.transaction_id, t.operation, read, t.attempts, t.rows_written, t.rows_deleted, "", carried
+                    )?;
+                }
             }
         }
     }

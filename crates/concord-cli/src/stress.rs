@@ -465,10 +465,10 @@ fn summary(r: &Value) -> String {
     let f = |v: &Value| v.as_f64().unwrap_or(f64::NAN);
     format!(
         "stress: {verdict}\n  {} commits, {} failed, {} compactions abandoned and {} writes without change (committed nothing), {} writers killed, {} idempotent replays; {} versions replayed against the reference model\n  \
-         {:.2} commits/s in {} versions; latency p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms; attempts mean {:.2}, max {}; {} rebases, {} partial re-runs",
+         {:.2} commits/s in {} versions; latency p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms; attempts mean {:.2}, max {}; {} rebases, {} partial re-runs; {} carried by another writer's commit, {} withdrawn",
         r["commits"], r["failed"], r["abandoned_compactions"], r["no_change"], r["killed"], r["idempotent_replays"], r["versions_replayed"],
         f(&r["commits_per_s"]), r["versions"], f(&r["latency_ms"]["p50"]), f(&r["latency_ms"]["p99"]), f(&r["latency_ms"]["max"]),
-        f(&r["attempts"]["mean"]), r["attempts"]["max"], r["rebases"], r["reruns"]
+        f(&r["attempts"]["mean"]), r["attempts"]["max"], r["rebases"], r["reruns"], r["carried"], r["withdrawn"]
     )
 }
 
@@ -562,6 +562,8 @@ async fn verify(
         for t in &v.transactions {
             match t.idempotency_key.as_deref().and_then(|k| parse_key(args, k)) {
                 Some((w, i)) => apply(&mut state, &plan(args, mix, w, i)),
+                // A withdrawn announcement (cooperative commits) changes nothing.
+                None if t.operation == "withdraw" => {}
                 None if v.version <= start || t.idempotency_key.as_deref() == Some(SETUP_KEY) => {
                     state = rows_of(&version, &mut cache).await?.into_iter().collect();
                 }
@@ -593,6 +595,7 @@ async fn verify(
     let pct = |p: f64| latencies.get(((latencies.len() as f64 - 1.0) * p).round() as usize).copied().unwrap_or(0.0);
     let attempts: Vec<u64> = ok.iter().filter_map(|(_, l)| l["attempts"].as_u64()).collect();
     problems.truncate(20);
+    let after_start = || history.iter().filter(|v| v.version > start).flat_map(|v| &v.transactions);
     Ok(json!({
         "verified": problems.is_empty(),
         "workload": if args.workload == Workload::Bank { "bank" } else { "mixed" },
@@ -602,7 +605,9 @@ async fn verify(
         "idempotent_replays": ok.iter().filter(|(_, l)| l["replay"] == true).count(),
         "tasks": args.tasks, "group_commit": args.group_commit == Switch::On,
         "versions": history.iter().filter(|v| v.version > start).count(),
-        "transactions": history.iter().filter(|v| v.version > start).map(|v| v.transactions.len()).sum::<usize>(),
+        "transactions": after_start().filter(|t| t.operation != "withdraw").count(),
+        "carried": after_start().filter(|t| t.carried_by.is_some()).count(),
+        "withdrawn": after_start().filter(|t| t.operation == "withdraw").count(),
         "versions_replayed": replayed,
         "bank_total": if args.workload == Workload::Bank { json!({"expected": BANK_ACCOUNTS * BANK_OPENING, "versions_checked": replayed}) } else { Value::Null },
         "commits_per_s": ok.len() as f64 / elapsed.max(1e-9), "elapsed_s": elapsed,

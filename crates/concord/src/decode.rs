@@ -7,6 +7,7 @@
 use roaring::RoaringBitmap;
 
 use crate::error::{CorruptObject, OpenError};
+use crate::format::announcement::Announcement;
 use crate::format::manifest::{Fragment, Manifest, Segment, FORMAT_VERSION};
 use crate::format::naming;
 use crate::format::staged::PreparedTransaction;
@@ -74,6 +75,16 @@ pub fn transaction(path: &str, bytes: &[u8]) -> Result<PreparedTransaction, Corr
             .map_err(|reason| corrupt(path, reason))?;
     }
     Ok(txn)
+}
+
+/// An announced transaction (cooperative commits): its transaction is checked as a
+/// staged one is.
+pub fn announcement(path: &str, bytes: &[u8]) -> Result<Announcement, CorruptObject> {
+    let announcement: Announcement = serde_json::from_slice(bytes).map_err(|e| corrupt(path, e))?;
+    for file in announcement.transaction.operation.written_files() {
+        naming::check_inside(file, naming::DATA_DIR).map_err(|reason| corrupt(path, reason))?;
+    }
+    Ok(announcement)
 }
 
 /// A deletion vector (a serialized roaring bitmap of deleted row offsets).

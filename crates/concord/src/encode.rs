@@ -3,6 +3,7 @@
 
 use bytes::Bytes;
 
+use crate::format::announcement::Announcement;
 use crate::format::manifest::{Manifest, Segment};
 use crate::format::staged::PreparedTransaction;
 
@@ -14,6 +15,11 @@ pub(crate) fn manifest(manifest: &Manifest) -> Bytes {
 /// A segment file.
 pub(crate) fn segment(segment: &Segment) -> Bytes {
     Bytes::from(serde_json::to_vec(segment).expect("segments always serialize"))
+}
+
+/// An announced transaction (`_announced/<micros>-<id>.json`).
+pub(crate) fn announcement(announcement: &Announcement) -> Bytes {
+    Bytes::from(serde_json::to_vec(announcement).expect("announcements always serialize"))
 }
 
 /// A staged transaction (`_transactions/<id>.json`).

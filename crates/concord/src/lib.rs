@@ -73,7 +73,7 @@ pub use error::{
 pub use format::manifest::{
     Assignment, ColumnStats, CompactGroup, CompactInput, DataFile, DeletionRef, Fragment, FragmentDeletion, IsolationLevel, Manifest,
     NewColumn, NewFragment, Operation, OperationKind, PartialMerge, SegmentRef, TransactionRecord, FORMAT_VERSION,
-    INLINE_SEGMENT_FRAGMENTS, PROPERTY_ISOLATION,
+    INLINE_SEGMENT_FRAGMENTS, PROPERTY_COOPERATIVE, PROPERTY_ISOLATION,
 };
 pub use format::naming::{parse_version_file_name, version_file_name};
 pub use format::schema::{

@@ -234,3 +234,25 @@ pub fn append_one_row_fragments(uri: &str, first: i64, n: i64) {
         }
     });
 }
+
+/// Checks a `history --format json` against the `--json` outcomes of `appends` CLI
+/// appends: one chain without gaps, timestamps in UTC, the create and every append's
+/// transaction in exactly one version (appends that lost a race may share one:
+/// cooperative commits), each acknowledged one at the version its writer was told.
+pub fn check_cli_history(history: &[serde_json::Value], outcomes: &[serde_json::Value], appends: u64, store: &str) {
+    let versions: Vec<u64> = history.iter().map(|v| v["version"].as_u64().unwrap()).collect();
+    assert_eq!(versions, (0..history.len() as u64).collect::<Vec<_>>(), "{store}: one chain, no gaps");
+    assert!(history.iter().all(|v| v["timestamp"].as_str().unwrap().ends_with('Z')), "{store}: UTC");
+    let mut at: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
+    for v in history {
+        for t in v["transactions"].as_array().unwrap() {
+            let version = v["version"].as_u64().unwrap();
+            assert!(at.insert(t["transaction_id"].as_str().unwrap(), version).is_none(), "{store}: a transaction in two versions");
+        }
+    }
+    assert_eq!(at.len() as u64, appends + 1, "{store}: the create and every append");
+    for o in outcomes {
+        let told = o["version"].as_u64();
+        assert_eq!(at.get(o["transaction_id"].as_str().unwrap()).copied(), told, "{store}: each acknowledged append at its version");
+    }
+}

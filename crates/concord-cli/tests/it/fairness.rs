@@ -113,6 +113,9 @@ pub struct Contention {
     pub p99_ms: f64,
     pub max_ms: f64,
     pub commits_per_s: f64,
+    /// Versions made, and appends another writer's commit carried (cooperative commits).
+    pub versions: u64,
+    pub carried: usize,
 }
 
 /// `writers` handles append `appends` one-row batches each, back to back; every
@@ -152,6 +155,8 @@ pub fn contend(seed: u64, writers: u64, appends: u64, latency: Range<u64>) -> Co
             results.extend(t.await.unwrap());
         }
         let elapsed = (clock.monotonic() - started).as_secs_f64();
+        let history = Table::open(location(store.clone()), env(u64::MAX)).await.unwrap().history().await.unwrap();
+        let carried = history.iter().flat_map(|v| &v.transactions).filter(|t| t.carried_by.is_some()).count();
         let mut latencies: Vec<f64> = results.iter().map(|r| r.1).collect();
         latencies.sort_by(f64::total_cmp);
         let pct = |p: f64| latencies[((latencies.len() - 1) as f64 * p).round() as usize];
@@ -163,6 +168,8 @@ pub fn contend(seed: u64, writers: u64, appends: u64, latency: Range<u64>) -> Co
             p99_ms: pct(0.99),
             max_ms: *latencies.last().unwrap(),
             commits_per_s: results.len() as f64 / elapsed,
+            versions: history.len() as u64 - 1,
+            carried,
         }
     })
 }
@@ -178,8 +185,8 @@ fn no_writer_starves_under_contention() {
         for writers in [2u64, 4, 8, 16] {
             let c = contend(seed, writers, 20, latency.clone());
             eprintln!(
-                "{store}, {writers} writers x 20 appends (seed {seed}): {:.0} commits/s, latency p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms ({:.1}x p50), worst append {} attempts",
-                c.commits_per_s, c.p50_ms, c.p99_ms, c.max_ms, c.max_ms / c.p50_ms, c.max_attempts
+                "{store}, {writers} writers x 20 appends (seed {seed}): {:.0} commits/s, latency p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms ({:.1}x p50), worst append {} attempts; {} versions, {} carried",
+                c.commits_per_s, c.p50_ms, c.p99_ms, c.max_ms, c.max_ms / c.p50_ms, c.max_attempts, c.versions, c.carried
             );
             assert_eq!(c.commits, (writers * 20) as usize);
             assert!(

@@ -2,7 +2,6 @@
 //! processes on S3 and S3 + DynamoDB, Azure, the DynamoDB protocol's crash points and
 //! lost responses, and `doctor` on a safe and an unsafe store.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -48,14 +47,7 @@ fn processes_appending(server: &Server, processes: u64, appends: u64, rows: u64)
     assert_eq!(outcomes.len() as u64, total);
     assert_eq!(ok_with(&env, &["count", &uri]).trim().parse::<u64>().unwrap(), total * rows, "{}", server.name);
     let history: Vec<serde_json::Value> = serde_json::from_str(&ok_with(&env, &["history", &uri, "--format", "json"])).unwrap();
-    let versions: Vec<u64> = history.iter().map(|v| v["version"].as_u64().unwrap()).collect();
-    assert_eq!(versions, (0..=total).collect::<Vec<_>>(), "{}: one chain, no gaps", server.name);
-    let txns: HashSet<&str> = history.iter().map(|v| v["transaction_id"].as_str().unwrap()).collect();
-    assert_eq!(txns.len(), history.len(), "{}: unique transactions", server.name);
-    for o in &outcomes {
-        let v = o["version"].as_u64().unwrap() as usize;
-        assert_eq!(history[v]["transaction_id"], o["transaction_id"], "{}: each acknowledged append is its own version", server.name);
-    }
+    check_cli_history(&history, &outcomes, total, server.name);
     let scanned = ok_with(&env, &["scan", &uri, "--columns", "id", "--format", "csv"]);
     let mut ids: Vec<u64> = scanned.lines().skip(1).map(|l| l.parse().unwrap()).collect();
     ids.sort_unstable();

@@ -74,6 +74,10 @@ pub enum StorageCause {
     /// not read-after-write consistent, or a spurious precondition failure).
     #[error("the store reported it as existing, but it cannot be read")]
     ReportedButUnreadable,
+    /// An announced transaction's withdrawal did not reach the chain within its budget
+    /// (cooperative commits): it may still be carried, until its deadline.
+    #[error("its withdrawal did not reach the version chain in time; another writer's commit may still carry it (until its announcement's deadline)")]
+    WithdrawalUnsettled,
     /// A DynamoDB commit row names a staging manifest that is gone, and the version
     /// object was never written.
     #[error("the commit row names staging manifest '{staging}', which is gone, and the version was never copied")]

@@ -20,6 +20,10 @@ pub const FORMAT_VERSION: u32 = 2;
 /// Table property naming the default isolation level.
 pub const PROPERTY_ISOLATION: &str = "isolation";
 
+/// Table property turning cooperative commits (FORMAT.md §8) on (`true`, the default)
+/// or off (`false`).
+pub const PROPERTY_COOPERATIVE: &str = "cooperative_commits";
+
 /// How a write that reads rows (delete, update, merge) treats rows committed concurrently.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -357,6 +361,12 @@ pub enum Operation {
         /// Properties removed.
         unset: Vec<String>,
     },
+    /// An announced transaction's owner gave up on it: no later version may carry it
+    /// (cooperative commits). Changes nothing else.
+    Withdraw {
+        /// The transaction withdrawn.
+        transaction_id: Uuid,
+    },
     /// Rewrites groups of fragments (live rows only) as fewer, larger ones.
     Compact {
         /// Rows per rewritten fragment.
@@ -395,11 +405,13 @@ pub enum OperationKind {
     SetProperties,
     /// Rewrites fragments.
     Compact,
+    /// Withdraws an announced transaction.
+    Withdraw,
 }
 
 impl OperationKind {
     /// Every kind.
-    pub const ALL: [OperationKind; 12] = [
+    pub const ALL: [OperationKind; 13] = [
         OperationKind::Create,
         OperationKind::Append,
         OperationKind::Overwrite,
@@ -412,6 +424,7 @@ impl OperationKind {
         OperationKind::RenameColumn,
         OperationKind::SetProperties,
         OperationKind::Compact,
+        OperationKind::Withdraw,
     ];
 
     /// Its name, as in the history (`append`, `add_column`, ...).
@@ -429,6 +442,7 @@ impl OperationKind {
             OperationKind::RenameColumn => "rename_column",
             OperationKind::SetProperties => "set_properties",
             OperationKind::Compact => "compact",
+            OperationKind::Withdraw => "withdraw",
         }
     }
 
@@ -461,6 +475,7 @@ impl Operation {
             Operation::RenameColumn { .. } => OperationKind::RenameColumn,
             Operation::SetProperties { .. } => OperationKind::SetProperties,
             Operation::Compact { .. } => OperationKind::Compact,
+            Operation::Withdraw { .. } => OperationKind::Withdraw,
         }
     }
 
@@ -485,6 +500,7 @@ impl Operation {
             | Operation::DropColumn { .. }
             | Operation::RenameColumn { .. }
             | Operation::SetProperties { .. }
+            | Operation::Withdraw { .. }
             | Operation::Compact { .. } => 0,
         }
     }
@@ -515,6 +531,10 @@ pub struct TransactionRecord {
     /// carries it), if the job was given one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_idempotency_key: Option<String>,
+    /// Set when another writer's commit carried this announced transaction (cooperative
+    /// commits): the id of that writer's own (first) transaction in the version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carried_by: Option<Uuid>,
 }
 
 /// The root manifest of one version: `_versions/<inverted version>.json`.
@@ -648,7 +668,8 @@ impl Operation {
             | Operation::AddColumn { .. }
             | Operation::DropColumn { .. }
             | Operation::RenameColumn { .. }
-            | Operation::SetProperties { .. } => Vec::new(),
+            | Operation::SetProperties { .. }
+            | Operation::Withdraw { .. } => Vec::new(),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The on-disk format (see FORMAT.md): names, schema, manifests, segment planning.
 //! Pure data and pure functions; no I/O.
 
+pub(crate) mod announcement;
 pub(crate) mod manifest;
 pub(crate) mod naming;
 pub(crate) mod schema;

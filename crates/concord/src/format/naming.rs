@@ -12,6 +12,8 @@ pub(crate) const SEGMENTS_DIR: &str = "_segments";
 pub(crate) const DELETIONS_DIR: &str = "_deletions";
 /// Folder holding staged (prepared, not yet committed) transactions.
 pub(crate) const TRANSACTIONS_DIR: &str = "_transactions";
+/// Folder holding announced transactions (cooperative commits, FORMAT.md §8).
+pub(crate) const ANNOUNCED_DIR: &str = "_announced";
 /// Folder holding Parquet data files.
 pub(crate) const DATA_DIR: &str = "data";
 /// Advisory hint naming a recent version; may be stale or missing, never trusted alone.
@@ -65,6 +67,24 @@ pub(crate) fn deletion_file_name(id: Uuid) -> String {
 /// Relative (to the table root) name of a staged transaction.
 pub(crate) fn staged_transaction_name(id: Uuid) -> String {
     format!("{TRANSACTIONS_DIR}/{id}.json")
+}
+
+/// Relative name of an announced transaction: `<micros since epoch, 20 digits>-<id>`, so
+/// that a listing returns announcements in the order they were made.
+pub(crate) fn announcement_name(at_micros: i64, id: Uuid) -> String {
+    format!("{ANNOUNCED_DIR}/{:020}-{id}.json", at_micros.max(0))
+}
+
+/// Relative name of the withdrawal of the announcement `announcement`.
+pub(crate) fn withdrawal_name(announcement: &str) -> String {
+    format!("{}.withdrawn", announcement.strip_suffix(".json").unwrap_or(announcement))
+}
+
+/// The announced transaction's id in an announcement's (or its withdrawal's) name.
+pub(crate) fn announced_id(name: &str) -> Option<Uuid> {
+    let stem = name.rsplit('/').next()?;
+    let stem = stem.strip_suffix(".json").or_else(|| stem.strip_suffix(".withdrawn"))?;
+    stem.split_once('-').and_then(|(_, id)| id.parse().ok())
 }
 
 /// Checks that `relative` (read from a manifest, segment or staged transaction) names an

@@ -17,6 +17,9 @@ pub(crate) struct CommitState {
     /// When this handle last lost a commit race (monotonic) and how long that attempt
     /// took: a new transaction then yields to the writers already waiting.
     last_contention: Mutex<Option<(Duration, Duration)>>,
+    /// When this handle last found other writers' announcements (cooperative commits):
+    /// it goes on carrying while it keeps winning.
+    last_announcements: Mutex<Option<Duration>>,
 }
 
 impl CommitState {
@@ -46,6 +49,18 @@ impl CommitState {
     pub(crate) fn recent_contention(&self, now: Duration) -> Option<Duration> {
         let last = self.last_contention.lock().unwrap_or_else(|e| e.into_inner());
         last.filter(|(at, _)| now.saturating_sub(*at) < NEWEST_FRESH_FOR).map(|(_, latency)| latency)
+    }
+
+    /// Records that other writers' announcements were found at `now` (monotonic).
+    pub(crate) fn saw_announcements(&self, now: Duration) {
+        *self.last_announcements.lock().unwrap_or_else(|e| e.into_inner()) = Some(now);
+    }
+
+    /// Whether this handle found other writers' announcements within
+    /// [`NEWEST_FRESH_FOR`] of `now` (monotonic).
+    pub(crate) fn recent_announcements(&self, now: Duration) -> bool {
+        let last = self.last_announcements.lock().unwrap_or_else(|e| e.into_inner());
+        last.is_some_and(|at| now.saturating_sub(at) < NEWEST_FRESH_FOR)
     }
 
     /// The newest version this handle knows of, however old that knowledge.

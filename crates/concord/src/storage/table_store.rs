@@ -12,6 +12,7 @@ use super::commit_state::CommitState;
 use super::{CoordinatorCapabilities, CreateOutcome, TableLocation};
 use crate::env::Env;
 use crate::error::{OpenError, OversizedObject, StorageCause, StorageError};
+use crate::format::announcement::Announcement;
 use crate::format::manifest::{Manifest, Segment, SegmentRef};
 use crate::format::{naming, segments};
 
@@ -61,6 +62,8 @@ pub(crate) struct TableStore {
     segment_cache: Mutex<HashMap<String, Arc<Segment>>>,
     /// Deletion vectors, immutable like segments.
     deletion_cache: Mutex<HashMap<String, Arc<roaring::RoaringBitmap>>>,
+    /// Announced transactions read so far (immutable; `None`: unreadable, ignored).
+    announcements: Mutex<HashMap<String, Option<Arc<Announcement>>>>,
     /// Idempotency keys of versions read so far (versions are immutable): the versions
     /// up to `.0` are indexed in `.1` (key -> version).
     key_index: tokio::sync::Mutex<(Option<u64>, HashMap<String, u64>)>,
@@ -74,6 +77,7 @@ impl TableStore {
             commits: CommitState::default(),
             segment_cache: Mutex::new(HashMap::new()),
             deletion_cache: Mutex::new(HashMap::new()),
+            announcements: Mutex::new(HashMap::new()),
             key_index: tokio::sync::Mutex::new((None, HashMap::new())),
         }
     }
@@ -98,6 +102,22 @@ impl TableStore {
             index.0 = Some(v);
         }
         Ok(index.1.get(key).copied().filter(|v| *v <= latest))
+    }
+
+    /// The announcement at `relative`, read once per handle; `None` if it is gone or
+    /// does not decode (it is then never carried).
+    pub(crate) async fn read_announcement(&self, relative: &str) -> Result<Option<Arc<Announcement>>, StorageError> {
+        if let Some(hit) = self.announcements.lock().unwrap_or_else(|e| e.into_inner()).get(relative) {
+            return Ok(hit.clone());
+        }
+        let Some(bytes) = self.get_metadata_object(relative).await? else { return Ok(None) };
+        let found = crate::decode::announcement(&self.display(relative), &bytes).ok().map(Arc::new);
+        let mut cache = self.announcements.lock().unwrap_or_else(|e| e.into_inner());
+        if cache.len() >= SEGMENT_CACHE_ENTRIES {
+            cache.clear();
+        }
+        cache.insert(relative.to_string(), found.clone());
+        Ok(found)
     }
 
     pub(crate) fn cached_deletion(&self, relative: &str) -> Option<Arc<roaring::RoaringBitmap>> {
@@ -248,6 +268,13 @@ impl TableStore {
             return Ok(Some(hit.clone()));
         }
         self.read_manifest_now(version).await
+    }
+
+    /// Whether every version in `versions` is in this handle's cache (read or created
+    /// by it): judging them costs no request.
+    pub(crate) fn holds_manifests(&self, versions: std::ops::Range<u64>) -> bool {
+        let cache = self.manifests.lock().unwrap_or_else(|e| e.into_inner());
+        versions.into_iter().all(|v| cache.contains_key(&v))
     }
 
     /// Version `version`'s manifest as the store holds it now (`None`: it does not

@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 
 use super::{Table, WriteProgress};
 use crate::error::{AlterError, DefaultProblem, PredicateError, WriteError};
-use crate::format::manifest::{IsolationLevel, NewColumn, Operation, PROPERTY_ISOLATION};
+use crate::format::manifest::{IsolationLevel, NewColumn, Operation, PROPERTY_COOPERATIVE, PROPERTY_ISOLATION};
 use crate::format::schema::{ColumnSpec, Field, Schema, SchemaParseError, MAX_COLUMNS};
 use crate::io::cast::{self, CastFailure};
 use crate::io::predicate;
@@ -20,7 +20,7 @@ use crate::txn::{compact, PreparedTransaction};
 pub const DEFAULT_COMPACT_TARGET_ROWS: u64 = MAX_ROWS_PER_FILE as u64;
 
 /// Properties a table understands, and what their values may be.
-const KNOWN_PROPERTIES: &[(&str, &str)] = &[(PROPERTY_ISOLATION, "serializable or snapshot")];
+const KNOWN_PROPERTIES: &[(&str, &str)] = &[(PROPERTY_ISOLATION, "serializable or snapshot"), (PROPERTY_COOPERATIVE, "true or false")];
 
 impl Table {
     /// Prepares an added column (`name type [not null] [default <SQL expression>]`).
@@ -116,13 +116,18 @@ pub(crate) fn checked_properties(set: &BTreeMap<String, String>, unset: &[String
             return Err(AlterError::UnknownProperty { key: key.clone(), known });
         }
     }
-    if let Some(value) = set.get(PROPERTY_ISOLATION) {
-        if IsolationLevel::parse(value).is_none() {
-            let expected = KNOWN_PROPERTIES[0].1.to_string();
-            return Err(AlterError::BadPropertyValue { key: PROPERTY_ISOLATION.into(), value: value.clone(), expected });
+    for (key, value) in set {
+        let valid = match key.as_str() {
+            PROPERTY_ISOLATION => IsolationLevel::parse(value).is_some(),
+            PROPERTY_COOPERATIVE => ["true", "false"].contains(&value.trim().to_ascii_lowercase().as_str()),
+            _ => true,
+        };
+        if !valid {
+            let expected = KNOWN_PROPERTIES.iter().find(|(k, _)| k == key).map_or("", |(_, e)| e).to_string();
+            return Err(AlterError::BadPropertyValue { key: key.clone(), value: value.clone(), expected });
         }
     }
-    Ok(set.iter().map(|(k, v)| (k.clone(), if k == PROPERTY_ISOLATION { v.trim().to_ascii_lowercase() } else { v.clone() })).collect())
+    Ok(set.iter().map(|(k, v)| (k.clone(), v.trim().to_ascii_lowercase())).collect())
 }
 
 /// Evaluates a default's SQL expression (which may not read columns; `now()` is `now`)

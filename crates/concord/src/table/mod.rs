@@ -116,6 +116,7 @@ impl Table {
                 rows_deleted: 0,
                 idempotency_key: None,
                 job_idempotency_key: None,
+                carried_by: None,
             }],
             schema,
             segments: Vec::new(),

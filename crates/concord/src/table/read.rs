@@ -105,6 +105,9 @@ pub struct TransactionInfo {
     pub idempotency_key: Option<String>,
     /// The idempotency key of the job commit it was part of, if any.
     pub job_idempotency_key: Option<String>,
+    /// Set when another writer's commit carried it (cooperative commits): that
+    /// writer's transaction in the version.
+    pub carried_by: Option<Uuid>,
     /// Rows it added.
     pub rows_written: u64,
     /// Rows it removed.
@@ -127,6 +130,7 @@ impl VersionInfo {
                 read_version: t.read_version,
                 idempotency_key: t.idempotency_key.clone(),
                 job_idempotency_key: t.job_idempotency_key.clone(),
+                carried_by: t.carried_by,
                 rows_written: t.operation.rows_written(),
                 rows_deleted: t.rows_deleted,
                 attempts: t.attempts,

@@ -87,11 +87,18 @@ impl Table {
             self.store.remove_version(*v).await?;
             report.versions_removed += 1;
         }
-        // Staged transactions within the retention keep their files.
+        // Staged and announced transactions within the retention keep their files.
         for (relative, meta) in self.store.list_dir(naming::TRANSACTIONS_DIR).await? {
             if meta.last_modified >= cutoff {
                 if let Ok(Some(txn)) = self.read_staged(&relative).await {
                     referenced.extend(txn.operation.written_files().into_iter().map(str::to_string));
+                }
+            }
+        }
+        for (relative, meta) in self.store.list_dir(naming::ANNOUNCED_DIR).await? {
+            if meta.last_modified >= cutoff && relative.ends_with(".json") {
+                if let Ok(Some(announced)) = self.store.read_announcement(&relative).await {
+                    referenced.extend(announced.transaction.operation.written_files().into_iter().map(str::to_string));
                 }
             }
         }
@@ -103,7 +110,9 @@ impl Table {
                 report.bytes_removed += meta.size;
             }
         }
-        for dir in [naming::DATA_DIR, naming::SEGMENTS_DIR, naming::DELETIONS_DIR, naming::TRANSACTIONS_DIR, "_staging"] {
+        for dir in
+            [naming::DATA_DIR, naming::SEGMENTS_DIR, naming::DELETIONS_DIR, naming::TRANSACTIONS_DIR, naming::ANNOUNCED_DIR, "_staging"]
+        {
             for (relative, meta) in self.store.list_dir(dir).await? {
                 if referenced.contains(&relative) || meta.last_modified >= cutoff {
                     report.objects_kept += 1;

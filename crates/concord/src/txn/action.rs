@@ -35,6 +35,11 @@ pub(crate) struct NextState {
 }
 
 impl NextState {
+    /// `base`'s state, unchanged (a transaction that changes no data: a withdrawal).
+    pub(crate) fn unchanged(base: &Manifest) -> Self {
+        NextState::with_segments(base, base.segments.clone(), base.next_fragment_id)
+    }
+
     /// `base`'s state with new `segments` and `next_fragment_id`, removing no row.
     pub(crate) fn with_segments(base: &Manifest, segments: Vec<SegmentRef>, next_fragment_id: u64) -> Self {
         NextState { schema: base.schema.clone(), segments, next_fragment_id, properties: base.properties.clone(), rows_deleted: 0 }
@@ -95,6 +100,7 @@ pub(crate) fn for_operation(operation: Operation) -> Box<dyn Action> {
         | Operation::DropColumn { .. }
         | Operation::RenameColumn { .. }
         | Operation::SetProperties { .. }) => Box::new(alter::AlterAction(op)),
+        op @ Operation::Withdraw { .. } => Box::new(alter::AlterAction(op)),
         // Version 0 is created by `create_table`, never through the commit loop.
         op @ Operation::Create => Box::new(alter::AlterAction(op)),
     }

@@ -9,18 +9,19 @@
 //! knows (no lookup when that knowledge is fresh); a lost attempt builds on the version
 //! that beat it, read once while settling: no LIST, no second read.
 
-use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
 
+use super::action::NextState;
+use super::cooperate;
 use super::member::{read_existing, Earlier, Follows, Member, Ready};
 use super::settle::{create_and_settle, Attempt};
 use super::{CommitInfo, CommitOptions, PreparedTransaction};
 use crate::env::Env;
 use crate::error::CommitError;
-use crate::format::manifest::{Manifest, FORMAT_VERSION};
+use crate::format::manifest::{Manifest, TransactionRecord, FORMAT_VERSION};
 use crate::storage::TableStore;
 
 /// How the members of a batch share their fate.
@@ -73,6 +74,50 @@ pub(crate) async fn commit_batch(
     sharing: Sharing<'_>,
 ) -> Result<Vec<Outcome>, CommitError> {
     let started = env.clock.monotonic();
+    let mut announcement = None;
+    let result = commit_rounds(store, env, batch, sharing, started, &mut announcement).await;
+    let Some((name, attempts)) = announcement else { return result };
+    // Announced (cooperative commits): another writer may carry it until its deadline,
+    // so it fails only where the chain decides that. An outcome the chain does not decide
+    // (a storage error; an unknown one, but a withdrawal's that did not settle) goes
+    // through the withdrawal, which lets the chain decide.
+    let undecided = |e: &CommitError| match e {
+        CommitError::CommitStateUnknown { cause, .. } => !matches!(cause.source, crate::error::StorageCause::WithdrawalUnsettled),
+        e => matches!(e.kind(), crate::ErrorKind::Storage),
+    };
+    let settled = match result {
+        Ok(outcomes) if matches!(outcomes.as_slice(), [Outcome::Failed(e)] if undecided(e)) => None,
+        Err(e) if undecided(&e) => None,
+        decided => Some(decided),
+    };
+    let settled = match settled {
+        Some(decided) => decided,
+        None => {
+            let (txn, opts) = batch[0];
+            let mut member = Member::new(txn, opts, None);
+            // Its first attempt checked its key in the history already.
+            member.attempts = attempts;
+            match start_base(store, env, txn.read_version).await {
+                Ok(base) => cooperate::withdraw(store, env, &mut member, base, &name, started).await.map(|o| vec![o]),
+                Err(_) => Err(cooperate::unsettled(store, &name, txn.read_version + 1, txn.id)),
+            }
+        }
+    };
+    cooperate::retire(store, &name).await;
+    settled
+}
+
+/// The rounds of [`commit_batch`]: `announcement` is set once the lone member is
+/// announced (its name, even if the announcement's write failed: it may have landed;
+/// and its attempts so far).
+async fn commit_rounds(
+    store: &TableStore,
+    env: &Env,
+    batch: &[(&PreparedTransaction, &CommitOptions)],
+    sharing: Sharing<'_>,
+    started: Duration,
+    announcement: &mut Option<(String, u32)>,
+) -> Result<Vec<Outcome>, CommitError> {
     let job_key = match sharing {
         Sharing::Together { job_key } => job_key,
         Sharing::Group => None,
@@ -84,6 +129,13 @@ pub(crate) async fn commit_batch(
     // When this writer learned of `base` (wall clock, as version timestamps are).
     let mut base_learned = env.clock.now();
     let mut contention = Contention::default();
+    // Cooperative commits: a lone transaction that may be carried is announced once it
+    // has lost a race (its announcement's name); a writer that has lost carries others.
+    let announces = sharing == Sharing::Group && matches!(batch, [(txn, opts)] if cooperate::carriable(txn, opts));
+    let mut announce_by = None;
+    // The announcements listed during the last pause, for the next build.
+    let mut prefetched: Option<Option<cooperate::Announced>> = None;
+    let own: Vec<uuid::Uuid> = batch.iter().map(|(txn, _)| txn.id).collect();
     loop {
         for (i, member) in members.iter_mut().enumerate() {
             if outcomes[i].is_some() {
@@ -92,6 +144,7 @@ pub(crate) async fn commit_batch(
             match member.ready_on(store, env, &base).await {
                 Ok(Ready::Yes) => {}
                 Ok(Ready::Settled(info)) => outcomes[i] = Some(Outcome::Committed(info)),
+                Ok(Ready::Withdrawn(version)) => outcomes[i] = Some(Outcome::Failed(withdrawn(member, started, env, version))),
                 // The whole job committed already: so did every member.
                 Ok(Ready::JobDone(version)) => return Ok(batch.iter().map(|_| Outcome::JobDone(version)).collect()),
                 Err(e) => outcomes[i] = Some(fail(sharing, member, e)?),
@@ -104,11 +157,36 @@ pub(crate) async fn commit_batch(
             // A newcomer to a contended table lets the writers already waiting go first.
             if let Some(latency) = store.commits.recent_contention(env.clock.monotonic()) {
                 let retry = &members[first_open(&outcomes)].opts.retry;
-                env.clock.sleep(retry.contention_backoff(0, latency, |max| env.random_below_or_eq(max))).await;
+                let pause = env.clock.sleep(retry.contention_backoff(0, latency, |max| env.random_below_or_eq(max)));
+                if announces && cooperate::enabled(&base) {
+                    // Its handle lost a race within the last second: announced at once,
+                    // during the pause, so that the writers already waiting carry it.
+                    let left = retry.timeout + cooperate::DEADLINE_MARGIN;
+                    let deadline = env.clock.now() + TimeDelta::from_std(left).unwrap_or(TimeDelta::MAX);
+                    let announced = cooperate::announce(store, env, members[0].txn, members[0].opts, deadline);
+                    *announcement = Some((futures::join!(announced, pause).0, members[0].attempts));
+                } else {
+                    pause.await;
+                }
             }
         }
-        let (manifest, included) = build(store, env, &mut members, &mut outcomes, &base, sharing).await?;
-        let Some(&(first, _)) = included.first() else { continue };
+        // A writer that has lost a race (in this commit, or through this handle within
+        // the last second) carries what others announced; a failed listing only means
+        // carrying nobody this time. A lone writer never loses: it pays nothing.
+        // (Or that found announcements within the last second: it carries while it
+        // keeps winning, else the writers it beats wait for it.)
+        let now = env.clock.monotonic();
+        let contended =
+            contention.lost_races > 0 || store.commits.recent_contention(now).is_some() || store.commits.recent_announcements(now);
+        let carries = contended && sharing == Sharing::Group && cooperate::enabled(&base);
+        let carry = match prefetched.take() {
+            Some(listed) if carries => listed,
+            _ if carries => cooperate::announced(store, env, &own).await.ok(),
+            _ => None,
+        };
+        let (building, included) = build(store, env, &mut members, &mut outcomes, &base, sharing, carry.as_ref()).await?;
+        let Some(manifest) = building.finish() else { continue };
+        let first = included[0];
         let version = manifest.version;
         let bytes = crate::encode::manifest(&manifest);
         let retry = members[first].opts.retry;
@@ -119,12 +197,15 @@ pub(crate) async fn commit_batch(
         // Measured once: the checks below agree on whether another attempt is allowed.
         let elapsed = env.clock.monotonic() - started;
         contention.attempts += 1;
+        if let Some((_, attempts)) = announcement {
+            *attempts = members[0].attempts;
+        }
         let pause = match outcome {
             Attempt::Won => {
                 let manifest = store.remember(manifest);
                 store.commits.saw_newest(&manifest, env.clock.monotonic());
                 store.after_commit(version).await;
-                for (k, (i, _)) in included.iter().enumerate() {
+                for (k, i) in included.iter().enumerate() {
                     outcomes[*i] = Some(Outcome::Committed(CommitInfo::of(&manifest, &manifest.transactions[k])));
                 }
                 return Ok(outcomes.into_iter().map(|o| o.unwrap_or(Outcome::Deferred)).collect());
@@ -149,6 +230,11 @@ pub(crate) async fn commit_batch(
                     contention.behind = 0;
                     contention.lost_races += 1;
                     store.commits.saw_contention(env.clock.monotonic(), latency);
+                    if announces && announcement.is_none() && cooperate::enabled(&base) {
+                        // Carried until its budget ends (and a margin for other clocks).
+                        let left = retry.timeout.saturating_sub(elapsed) + cooperate::DEADLINE_MARGIN;
+                        announce_by = Some(env.clock.now() + TimeDelta::from_std(left).unwrap_or(TimeDelta::MAX));
+                    }
                     retry.contention_backoff(contention.lost_races, latency, |max| env.random_below_or_eq(max))
                 }
             }
@@ -165,8 +251,13 @@ pub(crate) async fn commit_batch(
                 retry.error_backoff(contention.errors, latency, |max| env.random_below_or_eq(max))
             }
         };
-        for (i, member) in members.iter().enumerate() {
+        for (i, member) in members.iter_mut().enumerate() {
             if outcomes[i].is_none() && !member.opts.retry.allows_another(member.attempts, elapsed) {
+                // An announced transaction may be carried yet: its outcome is whichever
+                // the chain shows first, its inclusion or its withdrawal.
+                if let Some((name, _)) = announcement {
+                    return cooperate::withdraw(store, env, member, base.clone(), name, started).await.map(|o| vec![o]);
+                }
                 let e = CommitError::TooMuchContention {
                     attempts: member.attempts,
                     elapsed_ms: elapsed.as_millis() as u64,
@@ -178,8 +269,38 @@ pub(crate) async fn commit_batch(
         if outcomes.iter().all(Option::is_some) {
             return Ok(outcomes.into_iter().flatten().collect());
         }
-        env.clock.sleep(pause).await;
+        // During the pause (costing no time of their own): its announcement (counted as
+        // made even if the write failed: it may have landed) and, for a writer that
+        // carries, the others' announcements for its next build.
+        let announce = announce_by.take().map(|deadline| cooperate::announce(store, env, members[0].txn, members[0].opts, deadline));
+        let list = (contention.lost_races > 0 && sharing == Sharing::Group && cooperate::enabled(&base))
+            .then(|| cooperate::announced(store, env, &own));
+        let (made, listed, ()) = futures::join!(
+            async {
+                match announce {
+                    Some(announce) => Some(announce.await),
+                    None => None,
+                }
+            },
+            async {
+                match list {
+                    Some(list) => Some(list.await.ok()),
+                    None => None,
+                }
+            },
+            env.clock.sleep(pause)
+        );
+        if let Some(name) = made {
+            *announcement = Some((name, members[0].attempts));
+        }
+        prefetched = listed;
     }
+}
+
+/// The failure of a transaction whose withdrawal version `version` recorded.
+pub(crate) fn withdrawn(member: &Member<'_>, started: Duration, env: &Env, version: u64) -> CommitError {
+    let elapsed_ms = (env.clock.monotonic() - started).as_millis() as u64;
+    CommitError::TooMuchContention { attempts: member.attempts, elapsed_ms, last_version: version }
 }
 
 /// A member's failure: its own in a group, the job's in a job commit.
@@ -197,8 +318,9 @@ fn first_open(outcomes: &[Option<Outcome>]) -> usize {
 /// Version `base + 1`: the open members applied to `base` in turn, each that may
 /// follow the ones before it (a group defers the others to the next version; a job
 /// re-runs a member on what earlier members changed where its rule needs it, and fails
-/// if no serial order exists). Returns the manifest and the members it holds, with the
-/// fragment ids each added.
+/// if no serial order exists); then, for a writer that has lost races, the announced
+/// transactions it carries (`carry`). Returns the version being built and the members
+/// it holds.
 async fn build(
     store: &TableStore,
     env: &Env,
@@ -206,56 +328,99 @@ async fn build(
     outcomes: &mut [Option<Outcome>],
     base: &Arc<Manifest>,
     sharing: Sharing<'_>,
-) -> Result<(Manifest, Vec<(usize, Range<u64>)>), CommitError> {
-    let timestamp = commit_timestamp(env.clock.now(), base.timestamp);
-    let mut state: Arc<Manifest> = base.clone();
-    let mut records = Vec::new();
-    let mut included: Vec<(usize, Range<u64>)> = Vec::new();
-    let mut earlier: Vec<Earlier> = Vec::new();
+    carry: Option<&cooperate::Announced>,
+) -> Result<(Building, Vec<usize>), CommitError> {
+    let mut building = Building::new(env, base);
+    let mut included = Vec::new();
     for (i, member) in members.iter_mut().enumerate() {
         if outcomes[i].is_some() {
             continue;
         }
-        let applied = match (member.follows(&state, &earlier), sharing) {
-            (Follows::Rebase, _) => member.apply(store, env, &state).await.map(|next| (next, member.operation(), false)),
+        let applied = match (member.follows(building.state(), building.earlier()), sharing) {
+            (Follows::Rebase, _) => member.apply(store, env, building.state()).await.map(|next| (next, member.operation(), false)),
             (Follows::Rerun(scope), Sharing::Together { .. }) => {
-                member.apply_rerun(store, env, &state, &scope).await.map(|(next, operation)| (next, operation, true))
+                member.apply_rerun(store, env, building.state(), &scope).await.map(|(next, operation)| (next, operation, true))
             }
             (Follows::Rerun(_) | Follows::Not { .. }, Sharing::Group) => continue,
             (Follows::Not { earlier: k, reason }, Sharing::Together { .. }) => {
-                let source = CommitError::MembersIncompatible { earlier: earlier[k].id, reason };
+                let source = CommitError::MembersIncompatible { earlier: building.earlier()[k].id, reason };
                 return Err(CommitError::JobMember { transaction_id: member.txn.id, source: Box::new(source) });
             }
         };
-        let (next, operation, rerun) = match applied {
-            Ok(applied) => applied,
-            Err(e) => {
-                outcomes[i] = Some(fail(sharing, member, e)?);
-                continue;
+        match applied {
+            Ok((next, operation, rerun)) => {
+                let record = member.record(operation, next.rows_deleted, rerun);
+                building.push(record, member.opts.idempotency_key.clone(), next);
+                included.push(i);
             }
-        };
-        let added = state.next_fragment_id..next.next_fragment_id;
-        records.push(member.record(operation.clone(), next.rows_deleted, rerun));
-        earlier.push(Earlier { id: member.txn.id, operation, added: added.clone(), key: member.opts.idempotency_key.clone() });
-        included.push((i, added));
-        state = Arc::new(Manifest {
+            Err(e) => outcomes[i] = Some(fail(sharing, member, e)?),
+        }
+    }
+    if let (Some(announced), Some(&first)) = (carry, included.first()) {
+        cooperate::carry(store, env, &mut building, announced, members[first].txn.id).await?;
+    }
+    Ok((building, included))
+}
+
+/// A version being built on a base: transactions applied in turn, each to the state the
+/// previous produced (the state between them is never stored).
+pub(crate) struct Building {
+    base: Arc<Manifest>,
+    timestamp: DateTime<Utc>,
+    state: Arc<Manifest>,
+    records: Vec<TransactionRecord>,
+    earlier: Vec<Earlier>,
+}
+
+impl Building {
+    pub(crate) fn new(env: &Env, base: &Arc<Manifest>) -> Self {
+        let timestamp = commit_timestamp(env.clock.now(), base.timestamp);
+        Building { base: base.clone(), timestamp, state: base.clone(), records: Vec::new(), earlier: Vec::new() }
+    }
+
+    /// The version it builds on.
+    pub(crate) fn base(&self) -> &Arc<Manifest> {
+        &self.base
+    }
+
+    /// The state after the transactions so far.
+    pub(crate) fn state(&self) -> &Arc<Manifest> {
+        &self.state
+    }
+
+    /// The transactions so far, as winners for the next one.
+    pub(crate) fn earlier(&self) -> &[Earlier] {
+        &self.earlier
+    }
+
+    /// Adds a transaction (its `record`, with its idempotency `key`) that makes `next`.
+    pub(crate) fn push(&mut self, record: TransactionRecord, key: Option<String>, next: NextState) {
+        let added = self.state.next_fragment_id..next.next_fragment_id;
+        self.earlier.push(Earlier { id: record.id, operation: record.operation.clone(), added, key });
+        self.records.push(record);
+        self.state = Arc::new(Manifest {
             format_version: FORMAT_VERSION,
-            version: base.version + 1,
-            parent_version: Some(base.version),
-            timestamp,
-            // Filled in below: the state between members is never stored.
-            transactions: base.transactions.clone(),
+            version: self.base.version + 1,
+            parent_version: Some(self.base.version),
+            timestamp: self.timestamp,
+            // Filled in by `finish`.
+            transactions: self.base.transactions.clone(),
             schema: next.schema,
             segments: next.segments,
             next_fragment_id: next.next_fragment_id,
             properties: next.properties,
         });
     }
-    let mut manifest = Arc::unwrap_or_clone(state);
-    if !records.is_empty() {
-        manifest.transactions = records;
+
+    /// The version, `None` if it holds no transaction.
+    pub(crate) fn finish(self) -> Option<Manifest> {
+        if self.records.is_empty() {
+            return None;
+        }
+        let mut manifest = Arc::unwrap_or_clone(self.state);
+        manifest.transactions = self.records;
+        Some(manifest)
     }
-    Ok((manifest, included))
 }
 
 /// Races lost, storage errors, and versions found already there in a row, in one commit.

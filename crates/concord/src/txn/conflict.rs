@@ -100,6 +100,7 @@ pub(crate) fn resolve(ours: &Operation, our_schema: &Schema, isolation: Isolatio
         Operation::RenameColumn { field_id, from, to } => rule_renamed_column_unchanged(*field_id, from, to, theirs),
         Operation::SetProperties { .. } => rule_properties_rebase(),
         Operation::Compact { .. } => rule_compaction_yields(their_op),
+        Operation::Withdraw { .. } => rule_withdrawal_rebases(),
     }
 }
 
@@ -184,8 +185,15 @@ fn rule_compaction_yields(winner: &Operation) -> Resolution {
         | Operation::AddColumn { .. }
         | Operation::DropColumn { .. }
         | Operation::RenameColumn { .. }
-        | Operation::SetProperties { .. } => Resolution::Rebase,
+        | Operation::SetProperties { .. }
+        | Operation::Withdraw { .. } => Resolution::Rebase,
     }
+}
+
+/// A withdrawal (cooperative commits) changes no data: it rebases over anything, and
+/// anything rebases over it.
+fn rule_withdrawal_rebases() -> Resolution {
+    Resolution::Rebase
 }
 
 /// A predicate (SQL, by column name) can be re-evaluated only if every column it reads
@@ -292,7 +300,8 @@ fn rule_delete_over(winner: &Operation, isolation: IsolationLevel, added: Range<
         | Operation::AddColumn { .. }
         | Operation::DropColumn { .. }
         | Operation::RenameColumn { .. }
-        | Operation::SetProperties { .. } => Resolution::Rebase,
+        | Operation::SetProperties { .. }
+        | Operation::Withdraw { .. } => Resolution::Rebase,
     }
 }
 
@@ -364,6 +373,7 @@ mod tests {
                 rows_deleted: 0,
                 idempotency_key: None,
                 job_idempotency_key: None,
+                carried_by: None,
             }],
             schema: schema("id bigint not null, name varchar"),
             segments: vec![],

@@ -41,6 +41,8 @@ pub(crate) enum Ready {
     Settled(CommitInfo),
     /// Its job's key is in this version: the job committed there (a retry of it).
     JobDone(u64),
+    /// This version withdrew it (cooperative commits: its owner gave up on it).
+    Withdrawn(u64),
 }
 
 impl Ready {
@@ -109,8 +111,14 @@ impl<'a> Member<'a> {
             }
         }
         let isolation = self.isolation(base);
-        if let Some(done) = self.judged.judge_up_to(store, base, self.txn, self.action.as_ref(), &self.keys(), isolation).await? {
-            return Ok(done);
+        match self.judged.judge_up_to(store, base, self.txn, self.action.as_ref(), &self.keys(), isolation).await? {
+            // Carried by another writer's commit (cooperative commits): its attempts are
+            // its own conditional creates until it learned that.
+            Some(Ready::Settled(info)) if info.transaction_id == self.txn.id => {
+                return Ok(Ready::Settled(CommitInfo { attempts: self.attempts, ..info }))
+            }
+            Some(done) => return Ok(done),
+            None => {}
         }
         if let Some(expected) = self.opts.expect_version.filter(|e| *e != base.version) {
             return Err(CommitError::VersionMoved { expected, latest: base.version });
@@ -127,6 +135,24 @@ impl<'a> Member<'a> {
             return Ok(Ready::Settled(CommitInfo::abandoned(base.version, self.txn, self.attempts, self.rerun_done, reason)));
         }
         Ok(Ready::Yes)
+    }
+
+    /// Whether this (announced, another writer's) transaction may be carried into a
+    /// version built on `base`: not already committed, replayed or withdrawn, following
+    /// every winner without a re-run, and changing something. Whatever else it meets is
+    /// its owner's to meet: it is just not carried.
+    ///
+    /// Its keys are checked in the versions since its read version only: its owner
+    /// checked the history up to its first base before it announced, so together they
+    /// cover the chain (no history index is built).
+    pub(crate) async fn ready_to_carry(&mut self, store: &TableStore, base: &Arc<Manifest>) -> bool {
+        self.attempts += 1;
+        let isolation = self.isolation(base);
+        let judged = self.judged.judge_up_to(store, base, self.txn, self.action.as_ref(), &self.keys(), isolation).await;
+        matches!(judged, Ok(None))
+            && self.judged.pending_rerun.is_none()
+            && self.opts.expect_version.is_none()
+            && self.action.no_change(false).is_none()
     }
 
     /// Its idempotency keys: its own, its job's.
@@ -197,6 +223,7 @@ impl<'a> Member<'a> {
             rows_deleted,
             idempotency_key: self.opts.idempotency_key.clone(),
             job_idempotency_key: self.job_key.map(str::to_string),
+            carried_by: None,
         }
     }
 }
@@ -233,6 +260,13 @@ impl Judged {
             let winner = if v == base.version { base.clone() } else { read_existing(store, v).await? };
             if let Some(ours) = winner.transactions.iter().find(|t| t.id == txn.id) {
                 return Ok(Some(Ready::Settled(CommitInfo::of(&winner, ours))));
+            }
+            if winner
+                .transactions
+                .iter()
+                .any(|t| matches!(&t.operation, Operation::Withdraw { transaction_id } if *transaction_id == txn.id))
+            {
+                return Ok(Some(Ready::Withdrawn(v)));
             }
             for (key, retry) in keys {
                 if let Some(found) = keys::in_version(&winner, key, *retry)? {

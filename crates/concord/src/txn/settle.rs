@@ -60,7 +60,10 @@ pub(crate) async fn create_and_settle(
     };
     let settled = |found: Bytes| -> Result<Attempt, CommitError> {
         let holder = crate::decode::manifest(&store.describe_version(version), version, &found)?;
-        if holder.transactions.iter().any(|t| t.id == transaction_id) {
+        // Ours if our manifest landed: its first transaction is the one we create
+        // under. Our id further on is another writer's version carrying it
+        // (cooperative commits): lost, and the next round finds it settled there.
+        if holder.transactions.first().is_some_and(|t| t.id == transaction_id && t.carried_by.is_none()) {
             return Ok(Attempt::Won);
         }
         Ok(Attempt::Lost(store.remember(holder)))

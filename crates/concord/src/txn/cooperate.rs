@@ -1,0 +1,303 @@
+//! Cooperative commits (FORMAT.md §8, "Cooperative commits"): writers of different
+//! processes and machines share versions with nothing but the object store.
+//!
+//! A writer that has lost a commit race *announces* its transaction
+//! (`_announced/<micros>-<id>.json`) and goes on trying to commit it. A writer that has
+//! lost at least once *carries*, in the version it creates, every announced
+//! transaction it may include, in announcement order, each judged on its own as a
+//! group commit's members are. The chain stays the only arbiter: a transaction is
+//! committed if and only if its id is in a version, and an includer never includes an
+//! id already in the chain (it judges every version since the transaction's read
+//! version, and its create of v+1 succeeds only if v is the latest). A writer that runs
+//! out of budget *withdraws* (a marker beside its announcement, then a `withdraw`
+//! transaction in the chain, which an includer that sees the marker also records):
+//! whichever the chain shows first, its inclusion or its withdrawal, is its outcome.
+//! An announcement past its deadline (its owner's budget plus [`DEADLINE_MARGIN`]) is
+//! never carried: a crashed writer's transaction lands soon or never.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::action::NextState;
+use super::commit::{self, Building, Outcome};
+use super::member::{Follows, Member, Ready};
+use super::settle::{create_and_settle, Attempt};
+use super::{CommitInfo, CommitOptions, PreparedTransaction, RetryPolicy, StagedOptions};
+use crate::env::Env;
+use crate::error::{CommitError, StorageCause, StorageError};
+use crate::format::announcement::Announcement;
+use crate::format::manifest::{Manifest, Operation, TransactionRecord, PROPERTY_COOPERATIVE};
+use crate::format::naming;
+use crate::storage::TableStore;
+
+/// How much longer than its owner's time budget an announcement may be carried: room
+/// for the clocks of different machines to disagree. A live owner's outcome never
+/// depends on it (it withdraws within its budget); a crashed owner's transaction may
+/// land until then, never after.
+pub(crate) const DEADLINE_MARGIN: Duration = Duration::from_secs(60);
+
+/// Whether the table (as of `base`) cooperates: the table property
+/// `cooperative_commits`, on unless `false`.
+pub(crate) fn enabled(base: &Manifest) -> bool {
+    base.properties.get(PROPERTY_COOPERATIVE).is_none_or(|v| !v.trim().eq_ignore_ascii_case("false"))
+}
+
+/// Whether `txn` may be announced and carried: an append (an includer judges it from
+/// the chain alone, reading no data on its behalf), not a compare-and-swap.
+pub(crate) fn carriable(txn: &PreparedTransaction, opts: &CommitOptions) -> bool {
+    matches!(txn.operation, Operation::Append { .. }) && opts.expect_version.is_none()
+}
+
+/// Announces `txn`, to be carried until `deadline`; returns the announcement's name.
+/// A failed write may still have landed: the transaction counts as announced either way.
+pub(crate) async fn announce(
+    store: &TableStore,
+    env: &Env,
+    txn: &PreparedTransaction,
+    opts: &CommitOptions,
+    deadline: DateTime<Utc>,
+) -> String {
+    let name = naming::announcement_name(env.clock.now().timestamp_micros(), txn.id);
+    let transaction = PreparedTransaction { staged: StagedOptions::of(opts), ..txn.clone() };
+    let _ = store.put_new(&name, crate::encode::announcement(&Announcement { transaction, deadline })).await;
+    name
+}
+
+/// Marks the announcement `name` withdrawn: an includer that sees the marker records
+/// the withdrawal instead of carrying the transaction.
+pub(crate) async fn mark_withdrawn(store: &TableStore, name: &str) -> Result<(), StorageError> {
+    store.put_new(&naming::withdrawal_name(name), bytes::Bytes::from_static(b"{}")).await
+}
+
+/// Removes an announcement and its marker once its owner knows the outcome (best
+/// effort: vacuum removes leftovers).
+pub(crate) async fn retire(store: &TableStore, name: &str) {
+    let withdrawal = naming::withdrawal_name(name);
+    // At once: the owner waits for the slower, not the sum.
+    futures::join!(store.delete_best_effort([name]), store.delete_best_effort([withdrawal.as_str()]));
+}
+
+/// What the announcements folder holds for an includer, in announcement order.
+#[derive(Debug, Default)]
+pub(crate) struct Announced {
+    /// Announcements within their deadline, but the includer's own.
+    pub(crate) live: Vec<Arc<Announcement>>,
+    /// Transactions whose owners marked them withdrawn.
+    pub(crate) withdrawn: HashSet<Uuid>,
+}
+
+/// Announcements (and versions) an includer reads at once.
+const READ_AT_ONCE: usize = 16;
+
+/// The announcements an includer considers: one listing, and a read of each it has not
+/// read before (`own`: ids of its own transactions, skipped).
+pub(crate) async fn announced(store: &TableStore, env: &Env, own: &[Uuid]) -> Result<Announced, StorageError> {
+    let mut out = Announced::default();
+    let now = env.clock.now();
+    let mut names = store.list_dir(naming::ANNOUNCED_DIR).await?;
+    names.sort_by(|a, b| a.0.cmp(&b.0));
+    for (name, _) in &names {
+        let Some(id) = naming::announced_id(name) else { continue };
+        if name.ends_with(".withdrawn") {
+            out.withdrawn.insert(id);
+        }
+    }
+    let wanted: Vec<(&str, Uuid)> = names
+        .iter()
+        .filter(|(n, _)| n.ends_with(".json"))
+        .filter_map(|(n, _)| Some((n.as_str(), naming::announced_id(n)?)))
+        .filter(|(_, id)| !own.contains(id))
+        .collect();
+    // Read several at once (each is read once per handle), kept in name order.
+    for chunk in wanted.chunks(READ_AT_ONCE) {
+        let read = futures::future::join_all(chunk.iter().map(|(name, _)| store.read_announcement(name))).await;
+        for ((_, id), announcement) in chunk.iter().zip(read) {
+            if let Some(announcement) = announcement? {
+                if announcement.transaction.id == *id && announcement.deadline >= now {
+                    out.live.push(announcement);
+                }
+            }
+        }
+    }
+    if !out.live.is_empty() {
+        store.commits.saw_announcements(env.clock.monotonic());
+        hold_versions_since(store, out.live.iter().map(|a| a.transaction.read_version).min().unwrap_or(0)).await;
+    }
+    Ok(out)
+}
+
+/// Reads, several at once, the versions after `read_version` this handle does not hold
+/// (up to [`HOLD_AT_MOST`]), so that judging announced transactions against them costs
+/// no request in the build (an includer judges from versions it holds only). Best
+/// effort: a version not read only means not carrying what needs it.
+async fn hold_versions_since(store: &TableStore, read_version: u64) {
+    let Some(newest) = store.commits.newest_known() else { return };
+    let missing: Vec<u64> = (read_version + 1..newest.version).filter(|v| !store.holds_manifests(*v..*v + 1)).collect();
+    if missing.len() > HOLD_AT_MOST {
+        return;
+    }
+    for chunk in missing.chunks(READ_AT_ONCE) {
+        let _ = futures::future::join_all(chunk.iter().map(|v| store.read_manifest(*v))).await;
+    }
+}
+
+/// The most versions an includer reads to judge announced transactions.
+const HOLD_AT_MOST: usize = 256;
+
+/// The withdrawal of an announced transaction reaches the chain within this many
+/// attempts and this time after its owner's budget ended (the extra wait a giving-up
+/// writer may take); past it, the outcome is reported unknown (an includer that read
+/// the announcement before the withdrawal marker may still carry it, until its
+/// deadline).
+pub(crate) const WITHDRAW_ATTEMPTS: u32 = 20;
+/// See [`WITHDRAW_ATTEMPTS`].
+pub(crate) const WITHDRAW_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Adds to `building` the announced transactions (`announced`) that may follow what it
+/// holds, in announcement order, each judged on its own (`carrier`: the including
+/// writer's first transaction). An announcement whose owner marked it withdrawn, and
+/// that no version settled yet, is recorded withdrawn instead.
+pub(crate) async fn carry(
+    store: &TableStore,
+    env: &Env,
+    building: &mut Building,
+    announced: &Announced,
+    carrier: Uuid,
+) -> Result<(), CommitError> {
+    for announcement in &announced.live {
+        let txn = &announcement.transaction;
+        let Ok(opts) = txn.staged.apply_to(&CommitOptions::default()) else { continue };
+        // Judged from versions this writer holds only: a read on another's behalf
+        // would delay its own commit (the owner, or another includer, meets it).
+        if !carriable(txn, &opts) || !store.holds_manifests(txn.read_version + 1..building.base().version) {
+            continue;
+        }
+        // Judged against the committed versions (the base); then against what this
+        // version holds before it, as any member is.
+        let mut member = Member::new(txn, &opts, None);
+        if !member.ready_to_carry(store, building.base()).await {
+            continue;
+        }
+        if announced.withdrawn.contains(&txn.id) {
+            let record = withdraw_record(env, building.base(), txn.id, Some(carrier));
+            let state = building.state().clone();
+            building.push(record, None, NextState::unchanged(&state));
+            continue;
+        }
+        if !matches!(member.follows(building.state(), building.earlier()), Follows::Rebase) {
+            continue;
+        }
+        let state = building.state().clone();
+        // A transaction the includer cannot apply (its files unreadable...) is its
+        // owner's to meet: not carried.
+        let Ok(next) = member.apply(store, env, &state).await else { continue };
+        let mut record = member.record(member.operation(), next.rows_deleted, false);
+        record.carried_by = Some(carrier);
+        building.push(record, opts.idempotency_key.clone(), next);
+    }
+    Ok(())
+}
+
+/// The record of the withdrawal of `withdrawn`, on `base`.
+fn withdraw_record(env: &Env, base: &Manifest, withdrawn: Uuid, carried_by: Option<Uuid>) -> TransactionRecord {
+    TransactionRecord {
+        id: env.new_uuid(),
+        read_version: Some(base.version),
+        operation: Operation::Withdraw { transaction_id: withdrawn },
+        attempts: 1,
+        rebased_over: Vec::new(),
+        rerun: false,
+        rows_deleted: 0,
+        idempotency_key: None,
+        job_idempotency_key: None,
+        carried_by,
+    }
+}
+
+/// The owner of the announcement `name` (its `member`) ran out of budget: it marks the
+/// announcement withdrawn, then settles its outcome by the chain, from `base` on. If a
+/// version carries the transaction before one withdraws it, it committed; if a version
+/// withdraws it first (the owner's own, or an includer's that saw the marker), it
+/// failed (too much contention). The withdrawal takes at most [`WITHDRAW_ATTEMPTS`] and
+/// [`WITHDRAW_TIMEOUT`]; past them the outcome is unknown.
+pub(crate) async fn withdraw(
+    store: &TableStore,
+    env: &Env,
+    member: &mut Member<'_>,
+    mut base: Arc<Manifest>,
+    name: &str,
+    started: Duration,
+) -> Result<Outcome, CommitError> {
+    // Not marked (a storage error): the withdrawal then lands by the owner's own create.
+    let _ = mark_withdrawn(store, name).await;
+    let retry = RetryPolicy { max_attempts: WITHDRAW_ATTEMPTS, timeout: WITHDRAW_TIMEOUT, ..member.opts.retry };
+    let withdraw_started = env.clock.monotonic();
+    let (mut attempts, mut errors) = (0u32, 0u32);
+    // Its attempts are its own creates until now: the withdrawal's are not counted.
+    let own_attempts = member.attempts;
+    loop {
+        let ready = member.ready_on(store, env, &base).await;
+        member.attempts = own_attempts;
+        match ready {
+            Ok(Ready::Settled(info)) => return Ok(Outcome::Committed(CommitInfo { attempts: own_attempts, ..info })),
+            Ok(Ready::Withdrawn(version)) => return Ok(Outcome::Failed(commit::withdrawn(member, started, env, version))),
+            Ok(Ready::Yes | Ready::JobDone(_)) => {}
+            // Decided by the chain (an includer judges it the same way): not carried.
+            Err(e) if !matches!(e.kind(), crate::ErrorKind::Storage) => return Ok(Outcome::Failed(e)),
+            // Not decided: read again within the withdrawal's budget.
+            Err(_) => {
+                errors += 1;
+                attempts += 1;
+                if !retry.allows_another(attempts, env.clock.monotonic() - withdraw_started) {
+                    return Err(unsettled(store, name, base.version + 1, member.txn.id));
+                }
+                env.clock.sleep(retry.error_backoff(errors, Duration::ZERO, |max| env.random_below_or_eq(max))).await;
+                continue;
+            }
+        }
+        let mut building = Building::new(env, &base);
+        let record = withdraw_record(env, &base, member.txn.id, None);
+        let record_id = record.id;
+        building.push(record, None, NextState::unchanged(&base));
+        let manifest = building.finish().expect("it holds the withdrawal");
+        let version = manifest.version;
+        attempts += 1;
+        let attempt_started = env.clock.monotonic();
+        let bytes = crate::encode::manifest(&manifest);
+        let pause = match create_and_settle(store, env, version, bytes, record_id, &retry, withdraw_started, false).await? {
+            Attempt::Won => {
+                let manifest = store.remember(manifest);
+                store.commits.saw_newest(&manifest, env.clock.monotonic());
+                store.after_commit(version).await;
+                return Ok(Outcome::Failed(commit::withdrawn(member, started, env, version)));
+            }
+            Attempt::Lost(holder) => {
+                store.commits.saw_newest(&holder, env.clock.monotonic());
+                base = holder;
+                let latency = env.clock.monotonic() - attempt_started;
+                retry.contention_backoff(attempts, latency, |max| env.random_below_or_eq(max))
+            }
+            Attempt::NotWritten(cause) if cause.is_definite_refusal() => return Err(CommitError::Storage(cause)),
+            Attempt::NotWritten(_) => {
+                errors += 1;
+                retry.error_backoff(errors, env.clock.monotonic() - attempt_started, |max| env.random_below_or_eq(max))
+            }
+        };
+        if !retry.allows_another(attempts, env.clock.monotonic() - withdraw_started) {
+            return Err(unsettled(store, name, base.version + 1, member.txn.id));
+        }
+        env.clock.sleep(pause).await;
+    }
+}
+
+/// The outcome of announced transaction `id` (announcement `name`) is unknown: its
+/// withdrawal did not reach the chain within its budget (an includer may still carry
+/// it, until its deadline).
+pub(crate) fn unsettled(store: &TableStore, name: &str, version: u64, id: Uuid) -> CommitError {
+    let cause = StorageError::new("withdrawing", store.display(name), StorageCause::WithdrawalUnsettled);
+    CommitError::CommitStateUnknown { version, transaction_id: id, cause }
+}
