@@ -3,7 +3,7 @@
 Stores: local disk always; S3 on moto when scripts/servers.sh started it
 (CONCORD_TEST_S3_ENDPOINT, CONCORD_TEST_BUCKET). Without it the S3 tests skip, unless
 CONCORD_REQUIRE_SERVERS is set (scripts/test sets it), when they fail instead: as the
-Rust tests do (crates/concord-cli/tests/it/servers.rs).
+Rust tests do (crates/concord/tests/it/servers.rs).
 
 The CLI (for comparisons with `concord history --format json` and exit codes) is
 $CONCORD_BIN, else $CARGO_TARGET_DIR/debug/concord, else target/debug/concord.

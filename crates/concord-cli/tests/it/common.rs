@@ -1,16 +1,14 @@
-//! Shared test helpers: running the `concord` binary, making tables and input files.
+//! Shared test helpers: running the `concord` binary, temporary tables, and (from the
+//! library's tests) tables, rows and the oracle.
 
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use concord::arrow::array::RecordBatch;
-use concord::{Env, Schema, StoreResolver, Table, TableLocation};
-use futures::TryStreamExt;
-
-/// The schema most tests use.
-pub const SCHEMA: &str = "id bigint not null, name varchar, score double";
+#[path = "../../../concord/tests/it/common.rs"]
+mod library;
+pub use library::*;
 
 /// The `concord` binary under test: this build's, or `CONCORD_TEST_BIN` (to run the
 /// CLI tests against another build, e.g. one from before a fix, to see them fail).
@@ -79,121 +77,6 @@ impl TempTable {
     }
 }
 
-/// CSV text with a header and rows `id = start..start+n`, name `n<id>`, score `id/10`.
-pub fn csv_rows(start: u64, n: u64) -> String {
-    let mut s = String::from("id,name,score\n");
-    for id in start..start + n {
-        s.push_str(&format!("{id},n{id},{}\n", id as f64 / 10.0));
-    }
-    s
-}
-
-/// All files under `dir`, relative, sorted: to prove a failed write changed nothing.
-pub fn tree(dir: &Path) -> Vec<String> {
-    fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
-        if let Ok(entries) = std::fs::read_dir(dir) {
-            for e in entries.flatten() {
-                let p = e.path();
-                if p.is_dir() {
-                    walk(base, &p, out);
-                } else {
-                    out.push(p.strip_prefix(base).unwrap().to_string_lossy().into_owned());
-                }
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, dir, &mut out);
-    out.sort();
-    out
-}
-
-/// Versions and manifests only (data files of failed writes may remain for cleanup).
-pub fn committed_state(dir: &Path) -> Vec<String> {
-    tree(dir).into_iter().filter(|p| p.starts_with("_versions/")).collect()
-}
-
-/// Library access: resolve a URI with a fresh resolver and the system environment.
-pub fn location(resolver: &StoreResolver, uri: &str) -> TableLocation {
-    resolver.resolve(uri).expect("uri resolves")
-}
-
-pub async fn create_table(resolver: &StoreResolver, uri: &str, schema: &str) -> Table {
-    Table::create(location(resolver, uri), Env::system(), Schema::parse(schema).unwrap()).await.expect("create")
-}
-
-pub async fn open_table(resolver: &StoreResolver, uri: &str) -> Table {
-    Table::open(location(resolver, uri), Env::system()).await.expect("open")
-}
-
-/// All rows of a table version, as batches.
-pub async fn all_rows(table: &Table) -> Vec<RecordBatch> {
-    table.scan(Default::default()).await.expect("scan").into_stream().try_collect().await.expect("rows")
-}
-
-/// The `id` column of every row, sorted.
-pub async fn ids(table: &Table) -> Vec<i64> {
-    use concord::arrow::array::{AsArray, Int64Array};
-    let mut out = Vec::new();
-    for b in all_rows(table).await {
-        let col = b.column_by_name("id").expect("id column");
-        let col: &Int64Array = col.as_primitive();
-        out.extend(col.values().iter().copied());
-    }
-    out.sort_unstable();
-    out
-}
-
-/// Writes `batch` as a Parquet file (for inputs in Parquet form).
-pub fn write_parquet(path: &Path, batch: &RecordBatch) {
-    let file = std::fs::File::create(path).expect("create parquet file");
-    let mut writer = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).expect("parquet writer");
-    writer.write(batch).expect("write batch");
-    writer.close().expect("close parquet");
-}
-
-/// A row test on `id`: the reference oracle's meaning of a SQL predicate.
-pub type RowTest = fn(i64) -> bool;
-
-/// SQL predicates on `id` that tests delete with, and their meaning for the oracle.
-pub const PREDICATES: [(&str, RowTest); 11] = [
-    ("id % 2 = 0", |id| id % 2 == 0),
-    ("id % 3 = 1", |id| id % 3 == 1),
-    ("id % 7 = 0", |id| id % 7 == 0),
-    ("id < 5", |id| id < 5),
-    ("id < 20", |id| id < 20),
-    ("id >= 5", |id| id >= 5),
-    ("id >= 80", |id| id >= 80),
-    ("id = 3", |id| id == 3),
-    ("id = 4", |id| id == 4),
-    ("id > 100", |id| id > 100),
-    ("id >= 0", |id| id >= 0),
-];
-
-/// The oracle's meaning of `sql` (one of [`PREDICATES`]).
-pub fn oracle_predicate(sql: &str) -> RowTest {
-    PREDICATES.iter().find(|(p, _)| *p == sql).unwrap_or_else(|| panic!("no oracle for predicate {sql}")).1
-}
-
-/// Rows of [`SCHEMA`]'s columns: the given ids, names `n<id>`, scores equal to the ids.
-pub fn rows(schema: &Schema, ids: impl IntoIterator<Item = i64>) -> RecordBatch {
-    use concord::arrow::array::{Float64Array, Int64Array, StringArray};
-    let ids: Vec<i64> = ids.into_iter().collect();
-    // Only these three columns, whatever else the version has (a handle opened while
-    // another writer adds a column sees four).
-    let arrow = schema.arrow_schema();
-    let fields: Vec<_> = ["id", "name", "score"].iter().map(|n| arrow.field_with_name(n).expect("a SCHEMA column").clone()).collect();
-    RecordBatch::try_new(
-        std::sync::Arc::new(concord::arrow::datatypes::Schema::new(fields)),
-        vec![
-            std::sync::Arc::new(Int64Array::from(ids.clone())),
-            std::sync::Arc::new(StringArray::from(ids.iter().map(|i| format!("n{i}")).collect::<Vec<_>>())),
-            std::sync::Arc::new(Float64Array::from(ids.iter().map(|i| *i as f64).collect::<Vec<_>>())),
-        ],
-    )
-    .unwrap()
-}
-
 /// What a failed command must leave exactly as it was.
 #[derive(Debug, PartialEq)]
 pub struct Snapshot {
@@ -220,19 +103,6 @@ pub fn assert_mentions(stderr: &str, words: &[&str]) {
     for w in words {
         assert!(stderr.contains(w), "stderr should mention {w:?}: {stderr}");
     }
-}
-
-/// Appends `n` one-row fragments (ids `first..first + n`) to the table at `uri` through
-/// the library: after 64 of them the table has a segment in a file of its own (format
-/// 2 holds smaller ones inline in the root).
-pub fn append_one_row_fragments(uri: &str, first: i64, n: i64) {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    runtime.block_on(async {
-        let table = open_table(&StoreResolver::new(), uri).await;
-        for id in first..first + n {
-            table.append(rows(table.schema(), [id]), &concord::CommitOptions::default()).await.expect("append");
-        }
-    });
 }
 
 /// Checks a `history --format json` against the `--json` outcomes of `appends` CLI

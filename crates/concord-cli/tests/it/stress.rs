@@ -74,18 +74,22 @@ fn stress_with_many_tasks_per_process_shares_versions_and_loses_nothing() {
 #[test]
 fn stress_carries_announced_appends_across_processes() {
     let local = TempTable::uncreated();
-    let mut runs = vec![(Vec::new(), local.uri.clone())];
+    // Carrying is asserted on local disk (22-36 of 80 carried in the runs measured). On
+    // S3 the count is a matter of timing (0-4 with kills, 1-20 without, measured): a
+    // killed writer's successor starts with a handle that has lost nothing, and carries
+    // nobody until it loses. There every claim must still verify.
+    let mut runs = vec![(Vec::new(), local.uri.clone(), true)];
     if let Some(server) = servers::moto_s3() {
         tokio::runtime::Runtime::new().unwrap().block_on(server.prepare());
-        runs.push((server.env(), server.fresh_uri("cooperative")));
+        runs.push((server.env(), server.fresh_uri("cooperative"), false));
     }
-    for (env, uri) in runs {
+    for (env, uri, must_carry) in runs {
         let args =
             ["stress", &uri, "--writers", "8", "--ops", "10", "--rows", "5", "--mix", "append=1", "--kill-rate", "0.2", "--seed", "21"];
         let r = report(&env, &args);
         assert_eq!(r["failed"], 0, "{r}");
         assert_eq!(r["transactions"], r["commits"], "{r}");
-        assert!(r["carried"].as_u64().unwrap() > 0, "appends were carried: {r}");
+        assert!(!must_carry || r["carried"].as_u64().unwrap() > 0, "appends were carried: {r}");
     }
     // What killed writers announced and nobody removed goes with vacuum's retention.
     let vacuum = |older_than: &str| ok(&["vacuum", &local.uri, "--older-than", older_than, "--allow-short-retention"]);

@@ -15,9 +15,10 @@ use std::time::Duration;
 use chrono::{DateTime, TimeDelta, Utc};
 
 use super::action::NextState;
+use super::contention::{AfterLost, Contention};
 use super::cooperate;
 use super::member::{read_existing, Earlier, Follows, Member, Ready};
-use super::settle::{create_and_settle, Attempt};
+use super::settle::{create_and_settle, Attempt, Create};
 use super::{CommitInfo, CommitOptions, PreparedTransaction};
 use crate::env::Env;
 use crate::error::CommitError;
@@ -123,7 +124,6 @@ async fn commit_rounds(
         Sharing::Group => None,
     };
     let mut members: Vec<Member<'_>> = batch.iter().map(|(txn, opts)| Member::new(txn, opts, job_key)).collect();
-    let mut outcomes: Vec<Option<Outcome>> = batch.iter().map(|_| None).collect();
     let read_version = batch.iter().map(|(txn, _)| txn.read_version).max().unwrap_or(0);
     let mut base = start_base(store, env, read_version).await?;
     // When this writer learned of `base` (wall clock, as version timestamps are).
@@ -137,26 +137,23 @@ async fn commit_rounds(
     let mut prefetched: Option<Option<cooperate::Announced>> = None;
     let own: Vec<uuid::Uuid> = batch.iter().map(|(txn, _)| txn.id).collect();
     loop {
-        for (i, member) in members.iter_mut().enumerate() {
-            if outcomes[i].is_some() {
-                continue;
-            }
-            match member.ready_on(store, env, &base).await {
-                Ok(Ready::Yes) => {}
-                Ok(Ready::Settled(info)) => outcomes[i] = Some(Outcome::Committed(info)),
-                Ok(Ready::Withdrawn(version)) => outcomes[i] = Some(Outcome::Failed(withdrawn(member, started, env, version))),
+        for member in members.iter_mut().filter(|m| m.outcome.is_none()) {
+            member.outcome = match member.ready_on(store, env, &base).await {
+                Ok(Ready::Yes) => None,
+                Ok(Ready::Settled(info)) => Some(Outcome::Committed(info)),
+                Ok(Ready::Withdrawn(version)) => Some(Outcome::Failed(withdrawn(member, started, env, version))),
                 // The whole job committed already: so did every member.
                 Ok(Ready::JobDone(version)) => return Ok(batch.iter().map(|_| Outcome::JobDone(version)).collect()),
-                Err(e) => outcomes[i] = Some(fail(sharing, member, e)?),
+                Err(e) => Some(fail(sharing, member, e)?),
             }
         }
-        if outcomes.iter().all(Option::is_some) {
-            return Ok(outcomes.into_iter().flatten().collect());
+        if members.iter().all(|m| m.outcome.is_some()) {
+            return Ok(outcomes_of(members));
         }
         if contention.attempts == 0 {
             // A newcomer to a contended table lets the writers already waiting go first.
             if let Some(latency) = store.commits.recent_contention(env.clock.monotonic()) {
-                let retry = &members[first_open(&outcomes)].opts.retry;
+                let retry = &members[first_open(&members)].opts.retry;
                 let pause = env.clock.sleep(retry.contention_backoff(0, latency, |max| env.random_below_or_eq(max)));
                 if announces && cooperate::enabled(&base) {
                     // Its handle lost a race within the last second: announced at once,
@@ -176,66 +173,66 @@ async fn commit_rounds(
         // (Or that found announcements within the last second: it carries while it
         // keeps winning, else the writers it beats wait for it.)
         let now = env.clock.monotonic();
-        let contended =
-            contention.lost_races > 0 || store.commits.recent_contention(now).is_some() || store.commits.recent_announcements(now);
+        let contended = contention.carries(store.commits.recent_contention(now).is_some(), store.commits.recent_announcements(now));
         let carries = contended && sharing == Sharing::Group && cooperate::enabled(&base);
         let carry = match prefetched.take() {
             Some(listed) if carries => listed,
             _ if carries => cooperate::announced(store, env, &own).await.ok(),
             _ => None,
         };
-        let (building, included) = build(store, env, &mut members, &mut outcomes, &base, sharing, carry.as_ref()).await?;
+        let (building, included) = build(store, env, &mut members, &base, sharing, carry.as_ref()).await?;
         let Some(manifest) = building.finish() else { continue };
         let first = included[0];
         let version = manifest.version;
-        let bytes = crate::encode::manifest(&manifest);
+        let create = Create {
+            version,
+            bytes: crate::encode::manifest(&manifest),
+            transaction_id: members[first].txn.id,
+            speculate: contention.speculates() && store.capabilities().read_while_creating,
+        };
         let retry = members[first].opts.retry;
         let attempt_started = env.clock.monotonic();
-        let speculate = contention.lost_races + contention.behind >= SPECULATE_AFTER && store.capabilities().read_while_creating;
-        let outcome = create_and_settle(store, env, version, bytes, members[first].txn.id, &retry, started, speculate).await?;
+        let outcome = create_and_settle(store, env, create, &retry, started).await?;
         let latency = env.clock.monotonic() - attempt_started;
         // Measured once: the checks below agree on whether another attempt is allowed.
         let elapsed = env.clock.monotonic() - started;
-        contention.attempts += 1;
+        let uniform = |max| env.random_below_or_eq(max);
         if let Some((_, attempts)) = announcement {
             *attempts = members[0].attempts;
         }
         let pause = match outcome {
             Attempt::Won => {
+                contention.won();
                 let manifest = store.remember(manifest);
                 store.commits.saw_newest(&manifest, env.clock.monotonic());
                 store.after_commit(version).await;
                 for (k, i) in included.iter().enumerate() {
-                    outcomes[*i] = Some(Outcome::Committed(CommitInfo::of(&manifest, &manifest.transactions[k])));
+                    members[*i].outcome = Some(Outcome::Committed(CommitInfo::of(&manifest, &manifest.transactions[k])));
                 }
-                return Ok(outcomes.into_iter().map(|o| o.unwrap_or(Outcome::Deferred)).collect());
+                return Ok(outcomes_of(members));
             }
             Attempt::Lost(holder) => {
                 store.commits.saw_newest(&holder, env.clock.monotonic());
-                // Built before this writer even knew its base: not a race lost, the
-                // handle was behind. Build on it at once; after a few in a row, look the
-                // latest up.
-                let was_behind = holder.timestamp < base_learned;
+                let after = contention.lost(holder.timestamp, base_learned, &retry, latency, uniform);
                 base = holder;
                 base_learned = env.clock.now();
-                if was_behind {
-                    contention.behind += 1;
-                    if contention.behind >= MAX_BEHIND {
-                        base = look_up_latest(store, env, base.version).await?;
-                        base_learned = env.clock.now();
-                        contention.behind = 0;
+                match after {
+                    AfterLost::Behind { look_up } => {
+                        if look_up {
+                            base = look_up_latest(store, env, base.version).await?;
+                            base_learned = env.clock.now();
+                        }
+                        Duration::ZERO
                     }
-                    Duration::ZERO
-                } else {
-                    contention.behind = 0;
-                    contention.lost_races += 1;
-                    store.commits.saw_contention(env.clock.monotonic(), latency);
-                    if announces && announcement.is_none() && cooperate::enabled(&base) {
-                        // Carried until its budget ends (and a margin for other clocks).
-                        let left = retry.timeout.saturating_sub(elapsed) + cooperate::DEADLINE_MARGIN;
-                        announce_by = Some(env.clock.now() + TimeDelta::from_std(left).unwrap_or(TimeDelta::MAX));
+                    AfterLost::Race { pause } => {
+                        store.commits.saw_contention(env.clock.monotonic(), latency);
+                        if announces && announcement.is_none() && cooperate::enabled(&base) {
+                            // Carried until its budget ends (and a margin for other clocks).
+                            let left = retry.timeout.saturating_sub(elapsed) + cooperate::DEADLINE_MARGIN;
+                            announce_by = Some(env.clock.now() + TimeDelta::from_std(left).unwrap_or(TimeDelta::MAX));
+                        }
+                        pause
                     }
-                    retry.contention_backoff(contention.lost_races, latency, |max| env.random_below_or_eq(max))
                 }
             }
             Attempt::NotWritten(cause) => {
@@ -247,12 +244,11 @@ async fn commit_rounds(
                 if !retry.allows_another(members[first].attempts, elapsed) {
                     return Err(CommitError::CommitStateUnknown { version, transaction_id: members[first].txn.id, cause });
                 }
-                contention.errors += 1;
-                retry.error_backoff(contention.errors, latency, |max| env.random_below_or_eq(max))
+                contention.failed(&retry, latency, uniform)
             }
         };
-        for (i, member) in members.iter_mut().enumerate() {
-            if outcomes[i].is_none() && !member.opts.retry.allows_another(member.attempts, elapsed) {
+        for member in members.iter_mut().filter(|m| m.outcome.is_none()) {
+            if !member.opts.retry.allows_another(member.attempts, elapsed) {
                 // An announced transaction may be carried yet: its outcome is whichever
                 // the chain shows first, its inclusion or its withdrawal.
                 if let Some((name, _)) = announcement {
@@ -263,17 +259,17 @@ async fn commit_rounds(
                     elapsed_ms: elapsed.as_millis() as u64,
                     last_version: version,
                 };
-                outcomes[i] = Some(fail(sharing, member, e)?);
+                member.outcome = Some(fail(sharing, member, e)?);
             }
         }
-        if outcomes.iter().all(Option::is_some) {
-            return Ok(outcomes.into_iter().flatten().collect());
+        if members.iter().all(|m| m.outcome.is_some()) {
+            return Ok(outcomes_of(members));
         }
         // During the pause (costing no time of their own): its announcement (counted as
         // made even if the write failed: it may have landed) and, for a writer that
         // carries, the others' announcements for its next build.
         let announce = announce_by.take().map(|deadline| cooperate::announce(store, env, members[0].txn, members[0].opts, deadline));
-        let list = (contention.lost_races > 0 && sharing == Sharing::Group && cooperate::enabled(&base))
+        let list = (contention.lists_during_pause() && sharing == Sharing::Group && cooperate::enabled(&base))
             .then(|| cooperate::announced(store, env, &own));
         let (made, listed, ()) = futures::join!(
             async {
@@ -311,8 +307,13 @@ fn fail(sharing: Sharing<'_>, member: &Member<'_>, error: CommitError) -> Result
     }
 }
 
-fn first_open(outcomes: &[Option<Outcome>]) -> usize {
-    outcomes.iter().position(Option::is_none).expect("some member is open")
+fn first_open(members: &[Member<'_>]) -> usize {
+    members.iter().position(|m| m.outcome.is_none()).expect("some member is open")
+}
+
+/// Each member's outcome, in batch order; one still open waits for a later version.
+fn outcomes_of(members: Vec<Member<'_>>) -> Vec<Outcome> {
+    members.into_iter().map(|m| m.outcome.unwrap_or(Outcome::Deferred)).collect()
 }
 
 /// Version `base + 1`: the open members applied to `base` in turn, each that may
@@ -325,7 +326,6 @@ async fn build(
     store: &TableStore,
     env: &Env,
     members: &mut [Member<'_>],
-    outcomes: &mut [Option<Outcome>],
     base: &Arc<Manifest>,
     sharing: Sharing<'_>,
     carry: Option<&cooperate::Announced>,
@@ -333,7 +333,7 @@ async fn build(
     let mut building = Building::new(env, base);
     let mut included = Vec::new();
     for (i, member) in members.iter_mut().enumerate() {
-        if outcomes[i].is_some() {
+        if member.outcome.is_some() {
             continue;
         }
         let applied = match (member.follows(building.state(), building.earlier()), sharing) {
@@ -353,7 +353,7 @@ async fn build(
                 building.push(record, member.opts.idempotency_key.clone(), next);
                 included.push(i);
             }
-            Err(e) => outcomes[i] = Some(fail(sharing, member, e)?),
+            Err(e) => member.outcome = Some(fail(sharing, member, e)?),
         }
     }
     if let (Some(announced), Some(&first)) = (carry, included.first()) {
@@ -422,27 +422,6 @@ impl Building {
         Some(manifest)
     }
 }
-
-/// Races lost, storage errors, and versions found already there in a row, in one commit.
-#[derive(Debug, Default)]
-struct Contention {
-    attempts: u32,
-    lost_races: u32,
-    errors: u32,
-    behind: u32,
-}
-
-/// A writer that has lost this many attempts reads the version while creating it (see
-/// `settle::create_and_settle`): if it loses again, the winner is in hand with no
-/// read-back round trip, which lets it catch up with a winner that needs no read at
-/// all before its next attempt (without it, a writer lost 15-17 races in a row to one
-/// that kept winning, in the fairness simulation). The price: its winning attempt
-/// reads once for nothing (an append that lost once costs 5 requests, not 4).
-const SPECULATE_AFTER: u32 = 1;
-
-/// Versions found already committed in a row (the handle was behind) before the latest
-/// is looked up instead of walking on one version at a time.
-const MAX_BEHIND: u32 = 3;
 
 /// The latest version (at least `known`), looked up: one LIST or probe, one read.
 async fn look_up_latest(store: &TableStore, env: &Env, known: u64) -> Result<Arc<Manifest>, CommitError> {

@@ -25,7 +25,7 @@ use uuid::Uuid;
 use super::action::NextState;
 use super::commit::{self, Building, Outcome};
 use super::member::{Follows, Member, Ready};
-use super::settle::{create_and_settle, Attempt};
+use super::settle::{create_and_settle, Attempt, Create};
 use super::{CommitInfo, CommitOptions, PreparedTransaction, RetryPolicy, StagedOptions};
 use crate::env::Env;
 use crate::error::{CommitError, StorageCause, StorageError};
@@ -267,8 +267,8 @@ pub(crate) async fn withdraw(
         let version = manifest.version;
         attempts += 1;
         let attempt_started = env.clock.monotonic();
-        let bytes = crate::encode::manifest(&manifest);
-        let pause = match create_and_settle(store, env, version, bytes, record_id, &retry, withdraw_started, false).await? {
+        let create = Create { version, bytes: crate::encode::manifest(&manifest), transaction_id: record_id, speculate: false };
+        let pause = match create_and_settle(store, env, create, &retry, withdraw_started).await? {
             Attempt::Won => {
                 let manifest = store.remember(manifest);
                 store.commits.saw_newest(&manifest, env.clock.monotonic());

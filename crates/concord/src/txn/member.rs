@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::action::{self, Action, Cx, NextState};
+use super::commit::Outcome;
 use super::conflict::{self, RerunScope, Resolution, Winner};
 use super::keys::{self, Found, Retry};
 use super::{CommitInfo, CommitOptions, PreparedTransaction};
@@ -29,6 +30,8 @@ pub(crate) struct Member<'a> {
     rerun_done: bool,
     /// Attempts that included it (or judged it, before it settled).
     pub(crate) attempts: u32,
+    /// How it ended; `None` while it is open (to be committed by a coming attempt).
+    pub(crate) outcome: Option<Outcome>,
 }
 
 /// What an attempt found a member to be, before building the version.
@@ -79,7 +82,7 @@ pub(crate) enum Follows {
 impl<'a> Member<'a> {
     pub(crate) fn new(txn: &'a PreparedTransaction, opts: &'a CommitOptions, job_key: Option<&'a str>) -> Self {
         let action = action::for_operation(txn.operation.clone());
-        Member { txn, opts, job_key, action, judged: Judged::new(txn), rerun_done: false, attempts: 0 }
+        Member { txn, opts, job_key, action, judged: Judged::new(txn), rerun_done: false, attempts: 0, outcome: None }
     }
 
     /// The operation as it stands (as prepared, plus what re-runs found).

@@ -13,6 +13,7 @@ mod apply;
 pub(crate) mod commit;
 pub(crate) mod compact;
 pub(crate) mod conflict;
+mod contention;
 pub(crate) mod cooperate;
 pub(crate) mod delete;
 pub(crate) mod group;

@@ -28,7 +28,18 @@ pub(crate) enum Attempt {
     NotWritten(StorageError),
 }
 
-/// Creates `version`; on an unclear answer reads it back until it can tell.
+/// One create attempt: `version` as `bytes`, created under transaction
+/// `transaction_id` (the version's first).
+pub(crate) struct Create {
+    pub(crate) version: u64,
+    pub(crate) bytes: Bytes,
+    pub(crate) transaction_id: Uuid,
+    /// Read the version while creating it (see [`create_and_settle`]).
+    pub(crate) speculate: bool,
+}
+
+/// Creates the version; on an unclear answer reads it back until it can tell, within
+/// `retry`'s budget counted from `started`.
 ///
 /// `speculate`: read the version while creating it, so that if the create loses, the
 /// winner is already in hand and the next attempt can start at once (no read-back
@@ -36,17 +47,14 @@ pub(crate) enum Attempt {
 /// with a winner that needs no read before its next attempt (FORMAT.md §8,
 /// "Fairness"). The read is the one read of the winner a lost attempt costs; a won
 /// attempt wastes it.
-#[allow(clippy::too_many_arguments)]
 pub(crate) async fn create_and_settle(
     store: &TableStore,
     env: &Env,
-    version: u64,
-    bytes: Bytes,
-    transaction_id: Uuid,
+    create: Create,
     retry: &RetryPolicy,
     started: Duration,
-    speculate: bool,
 ) -> Result<Attempt, CommitError> {
+    let Create { version, bytes, transaction_id, speculate } = create;
     let (created, early) = if speculate {
         let (created, read) = futures::join!(store.create_version(version, bytes), store.read_version_bytes(version));
         (created, read.ok().flatten())

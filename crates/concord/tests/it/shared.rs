@@ -154,65 +154,6 @@ fn compare_and_swap_commits_alone() {
     });
 }
 
-fn staged_id(args: &[&str]) -> String {
-    let out = ok(args);
-    out.trim().to_string()
-}
-
-/// `concord commit --together`: staged appends from several workers become one version,
-/// after a concurrent commit landed; the history lists each.
-#[test]
-fn a_job_commit_makes_staged_transactions_one_version() {
-    let t = TempTable::create();
-    let ids: Vec<String> =
-        (0..3).map(|w| staged_id(&["append", &t.uri, &t.file(&format!("w{w}.csv"), &csv_rows(w * 10, 3)), "--stage"])).collect();
-    ok(&["append", &t.uri, &t.file("meanwhile.csv", &csv_rows(100, 2))]);
-    let mut args = vec!["commit", t.uri.as_str()];
-    args.extend(ids.iter().map(String::as_str));
-    args.extend(["--together", "--json"]);
-    let out = ok(&args);
-    let infos: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(infos.len(), 3);
-    assert!(infos.iter().all(|i| i["version"] == 2), "one version: {out}");
-    let history: serde_json::Value = serde_json::from_str(&ok(&["history", &t.uri, "--format", "json"])).unwrap();
-    let v2 = &history[2];
-    let listed: Vec<&str> = v2["transactions"].as_array().unwrap().iter().map(|t| t["transaction_id"].as_str().unwrap()).collect();
-    assert_eq!(listed, ids.iter().map(String::as_str).collect::<Vec<_>>(), "in the order given");
-    assert_eq!(v2["transaction_id"], v2["transactions"][0]["transaction_id"]);
-    assert_eq!(v2["rows_written"], 9);
-    assert_eq!(t.count(), 11);
-    // Committing them again commits nothing (each finds itself in the history).
-    let again: Vec<serde_json::Value> = ok(&args).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert!(again.iter().all(|i| i["version"] == 2));
-    assert_eq!(t.count(), 11);
-}
-
-/// A job commit is all or none: one member incompatible with what landed meanwhile
-/// (exit 3, naming it and the winner) commits nothing of the others.
-#[test]
-fn a_job_commit_with_an_incompatible_member_commits_nothing() {
-    let t = TempTable::create();
-    let with_name = staged_id(&["append", &t.uri, &t.file("a.csv", &csv_rows(0, 3)), "--stage"]);
-    let without = staged_id(&["append", &t.uri, &t.file("b.csv", "id,score\n50,1.5\n"), "--stage"]);
-    ok(&["alter", &t.uri, "drop-column", "name"]);
-    let before = snapshot(&t);
-    let err = fails(&["commit", &t.uri, &without, &with_name, "--together"], 3);
-    assert_mentions(&err, &[&with_name, "version 1", "drop_column", "nothing of the job was committed"]);
-    assert_eq!(snapshot(&t), before, "nothing committed");
-    // Without the incompatible one, the job commits.
-    ok(&["commit", &t.uri, &without, "--together"]);
-    assert_eq!(t.count(), 1);
-}
-
-/// `--together` checks its arguments: a staged id given twice is refused.
-#[test]
-fn commit_together_refuses_a_repeated_id() {
-    let t = TempTable::create();
-    let id = staged_id(&["append", &t.uri, &t.file("a.csv", &csv_rows(0, 1)), "--stage"]);
-    let err = fails(&["commit", &t.uri, &id, &id, "--together"], 2);
-    assert_mentions(&err, &["given twice"]);
-}
-
 /// Idempotency keys inside a group: two tasks retrying with the same key at the same
 /// moment never share a version; one writes, the other reports the first's commit.
 #[test]

@@ -117,49 +117,6 @@ fn threads_appending_concurrently_all_succeed() {
     });
 }
 
-/// The acceptance run: 8 processes × 25 appends on one local table.
-#[test]
-fn eight_processes_appending_25_times_all_succeed() {
-    processes_appending_concurrently(8, 25, 4);
-}
-
-#[test]
-fn sixteen_processes_appending_at_once_all_succeed() {
-    processes_appending_concurrently(16, 5, 10);
-}
-
-/// `processes` OS processes each run `appends` CLI appends of `rows` rows at once.
-fn processes_appending_concurrently(processes: u64, appends: u64, rows: u64) {
-    let t = TempTable::create();
-    let files: Vec<String> = (0..processes)
-        .flat_map(|p| (0..appends).map(move |k| (p, k)))
-        .map(|(p, k)| t.file(&format!("in-{p}-{k}.csv"), &csv_rows((p * appends + k) * rows, rows)))
-        .collect();
-    let children: Vec<_> = (0..processes)
-        .map(|p| {
-            let (uri, files) = (t.uri.clone(), files[(p * appends) as usize..((p + 1) * appends) as usize].to_vec());
-            std::thread::spawn(move || {
-                files
-                    .iter()
-                    .map(|f| {
-                        let (code, out, err) = run(&["append", &uri, f, "--json"]);
-                        assert_eq!(code, 0, "append failed: {err}");
-                        serde_json::from_str::<serde_json::Value>(&out).unwrap()
-                    })
-                    .collect::<Vec<_>>()
-            })
-        })
-        .collect();
-    let outcomes: Vec<serde_json::Value> = children.into_iter().flat_map(|c| c.join().unwrap()).collect();
-    assert_eq!(outcomes.len() as u64, processes * appends);
-    assert_eq!(t.count(), processes * appends * rows);
-    check_cli_history(&t.history(), &outcomes, processes * appends, "local");
-    let scanned = ok(&["scan", &t.uri, "--columns", "id", "--format", "csv"]);
-    let mut ids: Vec<u64> = scanned.lines().skip(1).map(|l| l.parse().unwrap()).collect();
-    ids.sort_unstable();
-    assert_eq!(ids, (0..processes * appends * rows).collect::<Vec<_>>(), "no row lost or duplicated");
-}
-
 /// What a fault-injecting coordinator does to `create_version`.
 #[derive(Debug, Clone, Copy)]
 enum Fault {

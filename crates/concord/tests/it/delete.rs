@@ -27,7 +27,7 @@ pub(crate) async fn assert_replay_serializable(table: &Table, written: &Written)
         // A shared version is its transactions applied in order.
         let mut expected = states.last().cloned().unwrap_or_default();
         for t in &version.manifest().transactions {
-            expected = crate::histories::replay(expected, t, written, &states);
+            expected = crate::replay::replay(expected, t, written, &states);
         }
         let expected: BTreeSet<i64> = expected.into_iter().collect();
         let actual: BTreeSet<i64> = ids(&version).await.into_iter().collect();

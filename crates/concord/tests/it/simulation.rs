@@ -448,7 +448,7 @@ fn run_seeds(seeds: impl IntoIterator<Item = u64>) -> (usize, Seen) {
                 total.carried += seen.carried;
                 total.withdrawn += seen.withdrawn;
             }
-            Err(e) => panic!("simulation seed {seed} failed: {e}\nreplay: CONCORD_SIM_SEED={seed} cargo test -p concord-cli --test it simulation -- --nocapture\nthen add {seed} to REGRESSIONS"),
+            Err(e) => panic!("simulation seed {seed} failed: {e}\nreplay: CONCORD_SIM_SEED={seed} cargo test -p concord --test it simulation -- --nocapture\nthen add {seed} to REGRESSIONS"),
         }
     }
     (runs, total)
