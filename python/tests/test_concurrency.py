@@ -218,5 +218,8 @@ def test_threads_through_a_dynamodb_coordinator(s3, measure):
         th.join()
     assert not errors, errors
     history = verify(s3.__class__("s3", s3.base, options), uri, infos, list(range(120)))
-    assert len(history) == 13
+    # The create and 12 appends, each in exactly one version; appends that lost a race
+    # may share one (cooperative commits), so there are 13 versions or fewer.
+    transactions = [t for v in history for t in v["transactions"]]
+    assert len(transactions) == 13 and len(history) <= 13, history
     measure(f"s3 + DynamoDB coordinator: 4 handles x 3 appends: {len(infos)} commits, one chain of {len(history)} versions")
