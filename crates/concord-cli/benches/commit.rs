@@ -30,7 +30,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use concord::arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use concord::object_store::local::LocalFileSystem;
 use concord::object_store::ObjectStore;
-use concord::{CommitOptions, Env, Schema, StoreKind, StoreResolver, Table, TableLocation};
+use concord::store::StoreKind;
+use concord::{CommitOptions, Env, Schema, StoreResolver, Table, TableLocation};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 

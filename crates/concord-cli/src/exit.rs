@@ -3,9 +3,11 @@
 //! kinds to codes, and the command-line hints the library's messages leave out (they
 //! name no flag).
 
+use concord::errors::{DynamoDbError, StorageCause};
+use concord::schema::SchemaParseError;
+use concord::time::DurationError;
 use concord::{
-    AlterError, CommitError, CorruptObject, CreateError, DurationError, DynamoDbError, ErrorKind, OpenError, ScanError, SchemaParseError,
-    SqlError, StorageCause, StorageError, UriError, WriteError,
+    AlterError, CommitError, CorruptObject, CreateError, ErrorKind, OpenError, ScanError, SqlError, StorageError, UriError, WriteError,
 };
 
 pub const SUCCESS: i32 = 0;
@@ -42,7 +44,7 @@ pub fn code(kind: &ErrorKind) -> i32 {
 
 /// `e` (of kind `kind`): its message and causes, then the command-line hint, if any.
 fn fail_with(kind: ErrorKind, e: &dyn std::error::Error, hint: Option<String>) -> Failure {
-    let mut message = concord::describe_chain(e);
+    let mut message = concord::errors::describe_chain(e);
     if let Some(hint) = hint {
         message.push_str("; ");
         message.push_str(&hint);
@@ -186,7 +188,7 @@ impl From<arrow::error::ArrowError> for Failure {
     fn from(e: arrow::error::ArrowError) -> Self {
         match &e {
             arrow::error::ArrowError::IoError(_, io) if io.kind() == std::io::ErrorKind::BrokenPipe => closed_stdout(),
-            _ => storage(concord::describe_chain(&e)),
+            _ => storage(concord::errors::describe_chain(&e)),
         }
     }
 }
@@ -196,7 +198,7 @@ impl From<std::io::Error> for Failure {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             closed_stdout()
         } else {
-            storage(concord::describe_chain(&e))
+            storage(concord::errors::describe_chain(&e))
         }
     }
 }

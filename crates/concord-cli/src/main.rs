@@ -57,7 +57,7 @@ struct WriteArgs {
     #[arg(long = "max-retries", value_name = "N")]
     max_retries: Option<u32>,
     /// Total time budget for the commit, e.g. 30s, 5m
-    #[arg(long, value_parser = concord::parse_duration)]
+    #[arg(long, value_parser = concord::time::parse_duration)]
     timeout: Option<Duration>,
     /// If a retained version already carries KEY, write nothing and report it
     #[arg(long = "idempotency-key", value_name = "KEY")]
@@ -193,7 +193,7 @@ enum Command {
     Compact {
         uri: String,
         /// Rows per rewritten fragment (fragments with fewer live rows are compacted)
-        #[arg(long = "target-rows", value_name = "N", default_value_t = concord::DEFAULT_COMPACT_TARGET_ROWS)]
+        #[arg(long = "target-rows", value_name = "N", default_value_t = concord::limits::DEFAULT_COMPACT_TARGET_ROWS)]
         target_rows: u64,
         #[command(flatten)]
         write: WriteArgs,
@@ -223,7 +223,7 @@ enum Command {
     Vacuum {
         uri: String,
         /// e.g. 7d, 12h; at least 1h unless --allow-short-retention
-        #[arg(long = "older-than", value_parser = concord::parse_duration)]
+        #[arg(long = "older-than", value_parser = concord::time::parse_duration)]
         older_than: Duration,
         /// Allow a retention under 1h (safe only if no write takes longer than it)
         #[arg(long = "allow-short-retention")]
@@ -355,7 +355,7 @@ fn property_assignments(assignments: &[String]) -> Result<BTreeMap<String, Strin
 }
 
 fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
-    concord::parse_time(s).map_err(|e| e.to_string())
+    concord::time::parse_time(s).map_err(|e| e.to_string())
 }
 
 /// `column = expression`: the column is everything before the first `=`.
@@ -570,7 +570,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::StressWorker { args, writer, start, log } => stress::worker(cx.open(&args.uri).await?, &args, writer, start, &log).await?,
         Command::Coordinator { action: CoordinatorAction::CreateTable { spec } } => {
-            let created = concord::create_coordinator_table(&spec, &cx.resolver.options()).await?;
+            let created = concord::store::create_coordinator_table(&spec, &cx.resolver.options()).await?;
             println!("{} {spec}", if created { "created" } else { "already exists:" });
         }
         Command::Sql { uri, query, at, tables, table_versions, format } => {
@@ -633,7 +633,7 @@ async fn sql(
 /// `doctor`: probes the store, prints what it found and which commit mode is safe.
 async fn doctor(cx: &Context, uri: &str) -> Result<(), Failure> {
     let location = cx.location(uri)?;
-    let report = concord::probe_store(&location, &cx.env).await.map_err(|e| exit::storage(concord::describe_chain(&e)))?;
+    let report = concord::store::probe_store(&location, &cx.env).await.map_err(|e| exit::storage(concord::errors::describe_chain(&e)))?;
     println!("store: {uri}");
     match &report.create_unsupported {
         Some(why) => println!("conditional create: not supported ({why})"),
@@ -641,7 +641,7 @@ async fn doctor(cx: &Context, uri: &str) -> Result<(), Failure> {
             println!(
                 "conditional create race: {} of {} concurrent writers won (safe: exactly 1)",
                 report.race_winners,
-                concord::PROBE_RACERS
+                concord::store::PROBE_RACERS
             );
             println!(
                 "create of an existing object: {}",
@@ -670,7 +670,7 @@ async fn doctor(cx: &Context, uri: &str) -> Result<(), Failure> {
             .coordinator()
             .latest_version(None)
             .await
-            .map_err(|e| exit::storage(format!("the commit coordinator is not usable: {}", concord::describe_chain(&e))))?;
+            .map_err(|e| exit::storage(format!("the commit coordinator is not usable: {}", concord::errors::describe_chain(&e))))?;
         println!("verdict: SAFE with the configured commit coordinator (the store alone is not: it does not enforce conditional creates)");
         Ok(())
     } else {
@@ -697,12 +697,7 @@ fn main() {
     const STACK_BYTES: usize = 64 << 20;
     // A panic the library turns into a typed error (a corrupt Parquet file) is reported
     // by that error; only other panics print here.
-    let default_hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        if !concord::panic_is_caught() {
-            default_hook(info)
-        }
-    }));
+    concord::quiet_caught_panics();
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().thread_stack_size(STACK_BYTES).build().expect("tokio runtime starts");
     let outcome = std::thread::Builder::new()

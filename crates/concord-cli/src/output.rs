@@ -94,7 +94,7 @@ impl<W: Write> RowWriter<W> {
                             line.push(',');
                         }
                         if batch.column(i).is_valid(row) {
-                            concord::quote_csv_field(&column[row], &mut line);
+                            quote_csv_field(&column[row], &mut line);
                         }
                     }
                     writeln!(self.out, "{line}")?;
@@ -181,7 +181,7 @@ impl<W: Write> RowWriter<W> {
             if i > 0 {
                 line.push(',');
             }
-            concord::quote_csv_field(f.name(), &mut line);
+            quote_csv_field(f.name(), &mut line);
         }
         writeln!(self.out, "{line}")?;
         self.widths = Some(Vec::new());
@@ -363,11 +363,38 @@ pub fn print_schema(schema: &Schema, properties: &std::collections::BTreeMap<Str
     Ok(())
 }
 
+/// `text` as a CSV field that `concord append` reads back as itself: quoted when it is
+/// empty (so that it reads back as the empty string, not NULL), has a delimiter, quote
+/// or line break, or starts or ends with whitespace; quotes inside are doubled.
+fn quote_csv_field(text: &str, out: &mut String) {
+    let needs = text.is_empty()
+        || text.contains([',', '"', '\n', '\r'])
+        || text.starts_with(char::is_whitespace)
+        || text.ends_with(char::is_whitespace);
+    if needs {
+        out.push('"');
+        out.push_str(&text.replace('"', "\"\""));
+        out.push('"');
+    } else {
+        out.push_str(text);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use arrow::array::{Int64Array, StringArray};
     use std::sync::Arc;
+
+    #[test]
+    fn csv_fields_are_quoted_where_they_would_not_read_back_as_themselves() {
+        let mut out = String::new();
+        for t in ["", "plain", "a,b", "say \"hi\"", " pad"] {
+            quote_csv_field(t, &mut out);
+            out.push('|');
+        }
+        assert_eq!(out, "\"\"|plain|\"a,b\"|\"say \"\"hi\"\"\"|\" pad\"|");
+    }
 
     /// A writer whose bytes the test reads while the scan is still going.
     #[derive(Clone, Default)]

@@ -206,7 +206,7 @@ async fn execute(table: &Table, op: &Op, options: &CommitOptions) -> Result<conc
             let expr = format!("val + CASE WHEN id = {from} THEN -{amount} WHEN id = {to} THEN {amount} ELSE 0 END");
             table.update(&set(expr), Some(&format!("id IN ({from}, {to})")), options).await
         }
-        Op::Compact => table.compact(concord::DEFAULT_COMPACT_TARGET_ROWS, options).await,
+        Op::Compact => table.compact(concord::limits::DEFAULT_COMPACT_TARGET_ROWS, options).await,
     }
 }
 

@@ -16,10 +16,9 @@
 //! adds, with the Python argument in place of the command-line flag.
 
 use arrow::error::ArrowError;
-use concord::{
-    AlterError, CommitError, CreateError, DynamoDbError, ErrorKind, OpenError, ScanError, SchemaParseError, SqlError, StorageCause,
-    StorageError, UriError, WriteError,
-};
+use concord::errors::{DynamoDbError, StorageCause};
+use concord::schema::SchemaParseError;
+use concord::{AlterError, CommitError, CreateError, ErrorKind, OpenError, ScanError, SqlError, StorageError, UriError, WriteError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyModule};
@@ -128,15 +127,15 @@ fn commit_hint(e: &CommitError) -> Option<String> {
 /// The kind of `e` (`None`: the base class, for internal errors) and its message.
 fn classify(e: &Error) -> (Option<ErrorKind>, String) {
     let with_hint = |e: &dyn std::error::Error, hint: Option<String>| match hint {
-        Some(hint) => format!("{}; {hint}", concord::describe_chain(e)),
-        None => concord::describe_chain(e),
+        Some(hint) => format!("{}; {hint}", concord::errors::describe_chain(e)),
+        None => concord::errors::describe_chain(e),
     };
     match e {
         Error::Uri(e) => {
             let hint = matches!(e, UriError::CoordinatorCredentials { .. }).then(|| "in the environment or in storage_options".to_string());
             (Some(e.kind()), with_hint(e, hint))
         }
-        Error::Schema(e) => (Some(e.kind()), concord::describe_chain(e)),
+        Error::Schema(e) => (Some(e.kind()), concord::errors::describe_chain(e)),
         Error::Open(e) => {
             let hint = match e {
                 OpenError::NotFound { uri } => Some(format!("create one with concord.create({uri:?}, schema)")),
@@ -188,7 +187,7 @@ fn classify(e: &Error) -> (Option<ErrorKind>, String) {
         }
         Error::Usage(message) => (Some(ErrorKind::InvalidInput), message.clone()),
         Error::BadData(e) => {
-            (Some(ErrorKind::InvalidInput), format!("the data could not be read as Arrow: {}", concord::describe_chain(e)))
+            (Some(ErrorKind::InvalidInput), format!("the data could not be read as Arrow: {}", concord::errors::describe_chain(e)))
         }
         Error::Panic(message) => (None, format!("internal error (a bug in concord; please report it): {message}")),
         Error::Internal(message) => (None, message.clone()),

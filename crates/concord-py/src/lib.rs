@@ -17,7 +17,10 @@ use pyo3::prelude::*;
 /// The native module. Python code imports it as `concord._concord`.
 #[pymodule]
 fn _concord(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    runtime::install_panic_hook();
+    // As the CLI: a panic the library turns into a typed error (a corrupt Parquet file)
+    // is reported by that error and prints nothing; any other prints as usual (and still
+    // reaches Python as an exception, never as a crash).
+    concord::quiet_caught_panics();
     m.add_class::<table::NativeTable>()?;
     m.add_class::<arrow_ffi::ArrowStreamExport>()?;
     m.add_class::<arrow_ffi::ArrowSchemaExport>()?;
@@ -31,8 +34,8 @@ fn _concord(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(table::create_coordinator_table, m)?)?;
     m.add_function(wrap_pyfunction!(table::_panic_for_tests, m)?)?;
     m.add_function(wrap_pyfunction!(errors::_error_classes, m)?)?;
-    m.add("DEFAULT_COMPACT_TARGET_ROWS", concord::DEFAULT_COMPACT_TARGET_ROWS)?;
-    m.add("MIN_VACUUM_RETENTION_S", concord::MIN_VACUUM_RETENTION.as_secs())?;
+    m.add("DEFAULT_COMPACT_TARGET_ROWS", concord::limits::DEFAULT_COMPACT_TARGET_ROWS)?;
+    m.add("MIN_VACUUM_RETENTION_S", concord::limits::MIN_VACUUM_RETENTION.as_secs())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -39,10 +39,10 @@ pub(crate) fn seconds_to_duration(what: &str, seconds: f64) -> Result<Duration, 
     if !seconds.is_finite() || seconds < 0.0 {
         return Err(Error::Usage(format!("{what} must be a number of seconds, 0 or more (got {seconds})")));
     }
-    if seconds > concord::MAX_DURATION_DAYS * 86400.0 {
+    if seconds > concord::limits::MAX_DURATION_DAYS * 86400.0 {
         return Err(Error::Usage(format!(
             "{what} of {seconds} s is longer than the {} days a duration may be",
-            concord::MAX_DURATION_DAYS
+            concord::limits::MAX_DURATION_DAYS
         )));
     }
     Duration::try_from_secs_f64(seconds).map_err(|e| Error::Usage(format!("{what} of {seconds} s is not a usable duration ({e})")))
@@ -50,12 +50,12 @@ pub(crate) fn seconds_to_duration(what: &str, seconds: f64) -> Result<Duration, 
 
 /// `500ms`, `30s`, `5m`, `1h`, `7d`, `1.5h`: the library's rule, as the CLI's.
 pub(crate) fn parse_duration(s: &str) -> Result<Duration, Error> {
-    concord::parse_duration(s).map_err(|e| Error::Usage(e.to_string()))
+    concord::time::parse_duration(s).map_err(|e| Error::Usage(e.to_string()))
 }
 
 /// A time (the CLI's `--as-of`): the library's one rule.
 pub(crate) fn parse_time(s: &str) -> Result<DateTime<Utc>, Error> {
-    concord::parse_time(s).map_err(|e| Error::Usage(e.to_string()))
+    concord::time::parse_time(s).map_err(|e| Error::Usage(e.to_string()))
 }
 
 /// Store settings from the environment, as the CLI reads them: object_store's names.
@@ -94,7 +94,7 @@ impl Origin {
     pub(crate) fn location(&self) -> Result<concord::TableLocation, Error> {
         // Resolved with the settings first, so that settings that do not apply are refused.
         let location = self.resolver().resolve(&self.uri)?;
-        if location.kind() == concord::StoreKind::Memory {
+        if location.kind() == concord::store::StoreKind::Memory {
             return Ok(MEMORY.get_or_init(StoreResolver::new).resolve(&self.uri)?);
         }
         Ok(location)
@@ -133,7 +133,7 @@ pub(crate) fn schema_from_arrow(schema: &ArrowSchema) -> Result<Schema, Error> {
             )));
         };
         // Any name, by the one naming rule: quoted, it parses back as itself.
-        parts.push(format!("{} {sql}{}", concord::quote_column_name(name), if field.is_nullable() { "" } else { " not null" }));
+        parts.push(format!("{} {sql}{}", concord::schema::quote_column_name(name), if field.is_nullable() { "" } else { " not null" }));
     }
     Ok(Schema::parse(&parts.join(", "))?)
 }

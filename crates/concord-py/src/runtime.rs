@@ -4,7 +4,7 @@
 use std::any::Any;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Mutex, Once};
+use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 use tokio::runtime::Runtime;
@@ -77,19 +77,4 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
     } else {
         "a panic without a message".to_string()
     }
-}
-
-/// As the CLI: a panic the library turns into a typed error (a corrupt Parquet file)
-/// is reported by that error and prints nothing; any other prints as usual (and still
-/// reaches Python as an exception, never as a crash).
-pub(crate) fn install_panic_hook() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let default_hook = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if !concord::panic_is_caught() {
-                default_hook(info)
-            }
-        }));
-    });
 }

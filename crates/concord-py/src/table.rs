@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use arrow::ffi_stream::ArrowArrayStreamReader;
-use concord::{Assignment, CommitInfo, Env, Fragment, Input, OperationKind, ScanOptions, Schema, SqlSession, Table, Write};
+use concord::manifest::Fragment;
+use concord::{Assignment, CommitInfo, Env, Input, OperationKind, ScanOptions, Schema, SqlSession, Table, Write};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 
@@ -555,6 +556,6 @@ pub(crate) fn _panic_for_tests(py: Python<'_>, inside_runtime: bool) -> PyResult
 pub(crate) fn create_coordinator_table(py: Python<'_>, spec: String, options: Vec<(String, String)>) -> PyResult<bool> {
     guard(|| {
         let settings = origin(String::new(), options, None).settings();
-        Ok(run(py, async move { Ok(concord::create_coordinator_table(&spec, &settings).await?) })?)
+        Ok(run(py, async move { Ok(concord::store::create_coordinator_table(&spec, &settings).await?) })?)
     })
 }

@@ -10,7 +10,7 @@ use crate::error::{CorruptObject, OpenError};
 use crate::format::announcement::Announcement;
 use crate::format::manifest::{Fragment, Manifest, Segment, FORMAT_VERSION};
 use crate::format::naming;
-use crate::format::staged::PreparedTransaction;
+use crate::format::staged::{PreparedTransaction, StagedFile};
 
 fn corrupt(path: &str, reason: impl ToString) -> CorruptObject {
     CorruptObject { path: path.to_string(), reason: reason.to_string() }
@@ -68,7 +68,7 @@ fn check_fragments(path: &str, fragments: &[Fragment], expected: u64) -> Result<
 
 /// A staged (prepared, not yet committed) transaction read from `path`.
 pub fn transaction(path: &str, bytes: &[u8]) -> Result<PreparedTransaction, CorruptObject> {
-    let txn: PreparedTransaction = serde_json::from_slice(bytes).map_err(|e| corrupt(path, e))?;
+    let txn = PreparedTransaction::from(serde_json::from_slice::<StagedFile>(bytes).map_err(|e| corrupt(path, e))?);
     for file in txn.operation.written_files() {
         naming::check_inside(file, naming::DATA_DIR)
             .or_else(|_| naming::check_inside(file, naming::DELETIONS_DIR))

@@ -5,7 +5,7 @@ use bytes::Bytes;
 
 use crate::format::announcement::Announcement;
 use crate::format::manifest::{Manifest, Segment};
-use crate::format::staged::PreparedTransaction;
+use crate::format::staged::{PreparedTransaction, StagedFile};
 
 /// A root manifest, as its version file holds it.
 pub(crate) fn manifest(manifest: &Manifest) -> Bytes {
@@ -24,5 +24,5 @@ pub(crate) fn announcement(announcement: &Announcement) -> Bytes {
 
 /// A staged transaction (`_transactions/<id>.json`).
 pub(crate) fn transaction(txn: &PreparedTransaction) -> Bytes {
-    Bytes::from(serde_json::to_vec(txn).expect("transactions always serialize"))
+    Bytes::from(serde_json::to_vec(&StagedFile::from(txn)).expect("transactions always serialize"))
 }

@@ -5,7 +5,7 @@
 //! - `format`: the on-disk format, pure data (see FORMAT.md);
 //! - [`decode`]: untrusted bytes to format objects (pure; public for tools and fuzzing),
 //!   and `encode`, their serialization;
-//! - `storage`: stores, URIs and the commit seam ([`CommitCoordinator`]);
+//! - `storage`: stores, URIs and the commit seam ([`store::CommitCoordinator`]);
 //! - `io`: reading input, writing and scanning Parquet data files;
 //! - `txn`: transactions as actions, the pure conflict rules, the commit loop;
 //! - `table`: the [`Table`] API;
@@ -63,40 +63,73 @@ mod storage;
 mod table;
 mod txn;
 
-pub use duration::{parse_duration, parse_time, DurationError, TimeError, MAX_DURATION_DAYS};
+// The crate root holds what a program that uses tables needs; the on-disk format, the
+// storage seam, schema helpers, limits and error details are in the modules below.
 pub use env::{Clock, Env, RandomSource, StdRandom, SystemClock};
 pub use error::{
-    describe_chain, AlterError, CommitError, CorruptObject, CreateError, DefaultProblem, DynamoDbError, ErrorKind, IncompatibleReason,
-    InputError, OpenError, OversizedObject, PredicateError, ScanError, StagedCommitError, StorageCause, StorageError, Unavailable,
-    UriError, WriteError,
+    AlterError, CommitError, CorruptObject, CreateError, ErrorKind, InputError, OpenError, PredicateError, ScanError, StagedCommitError,
+    StorageError, UriError, WriteError,
 };
-pub use format::manifest::{
-    Assignment, ColumnStats, CompactGroup, CompactInput, DataFile, DeletionRef, Fragment, FragmentDeletion, IsolationLevel, Manifest,
-    NewColumn, NewFragment, Operation, OperationKind, PartialMerge, SegmentRef, TransactionRecord, FORMAT_VERSION,
-    INLINE_SEGMENT_FRAGMENTS, PROPERTY_COOPERATIVE, PROPERTY_ISOLATION,
-};
-pub use format::naming::{parse_version_file_name, version_file_name};
-pub use format::schema::{
-    check_column_name, quote_column_name, sql_literal, ColumnNameError, ColumnSpec, ColumnType, Field, Schema, SchemaParseError,
-    MAX_COLUMNS, MAX_COLUMN_NAME_BYTES,
-};
-pub use io::csv_fields::quote_field as quote_csv_field;
-pub use io::guard::panic_is_caught;
-pub use io::predicate::{MAX_EXPRESSION_BYTES, MAX_EXPRESSION_OPERATORS};
-pub use io::scan::ScanMetrics;
+pub use format::manifest::{Assignment, IsolationLevel, OperationKind};
+pub use format::schema::{ColumnType, Field, Schema};
+pub use io::guard::quiet_caught_panics;
 pub use sql::{SqlError, SqlSession, SqlStream, SqlTableProvider};
-#[cfg(feature = "testing")]
-pub use storage::{conformance, ProtocolStep};
-pub use storage::{
-    create_coordinator_table, latest_lookup, probe_store, CommitCoordinator, CoordinatorCapabilities, CreateOutcome, DynamoDbCoordinator,
-    LatestLookup, Lister, ObjectStoreCoordinator, ProbeReport, StoreKind, StoreResolver, SyncedLocalStore, TableLocation,
-    TableLocationBuilder, MAX_METADATA_BYTES, PROBE_RACERS, PROBE_STALE_AFTER,
-};
-pub use table::{
-    Input, ProgressFn, ScanOptions, Table, TableScan, TransactionInfo, VacuumReport, VersionInfo, Write, WriteProgress,
-    DEFAULT_COMPACT_TARGET_ROWS, MIN_VACUUM_RETENTION,
-};
+pub use storage::{StoreResolver, TableLocation, TableLocationBuilder};
+pub use table::{Input, ProgressFn, ScanOptions, Table, TableScan, TransactionInfo, VacuumReport, VersionInfo, Write, WriteProgress};
 pub use txn::{CommitInfo, CommitOptions, PreparedTransaction, RetryPolicy};
+
+/// Every error type: the ones operations return (also at the crate root) and the
+/// details their variants carry.
+pub mod errors {
+    pub use crate::error::{
+        describe_chain, AlterError, CommitError, CorruptObject, CreateError, DefaultProblem, DynamoDbError, ErrorKind, IncompatibleReason,
+        InputError, OpenError, OversizedObject, PredicateError, ScanError, StagedCommitError, StorageCause, StorageError, Unavailable,
+        UriError, WriteError,
+    };
+    pub use crate::io::scan::ScanMetrics;
+}
+
+/// The on-disk format as a table's versions hold it (FORMAT.md): manifests, fragments,
+/// transaction records, version file names. Read, not built, outside the crate.
+pub mod manifest {
+    pub use crate::format::manifest::{
+        ColumnStats, CompactGroup, CompactInput, DataFile, DeletionRef, Fragment, FragmentDeletion, Manifest, NewColumn, NewFragment,
+        Operation, PartialMerge, SegmentRef, TransactionRecord, FORMAT_VERSION, PROPERTY_COOPERATIVE, PROPERTY_ISOLATION,
+    };
+    pub use crate::format::naming::{parse_version_file_name, version_file_name};
+}
+
+/// Column names, SQL literals and schema strings.
+pub mod schema {
+    pub use crate::format::schema::{check_column_name, quote_column_name, sql_literal, ColumnNameError, ColumnSpec, SchemaParseError};
+}
+
+/// Stores and the commit seam: coordinators (object stores' conditional writes,
+/// DynamoDB), latest-version lookups, the store probe.
+pub mod store {
+    #[cfg(feature = "testing")]
+    pub use crate::storage::{conformance, ProtocolStep};
+    pub use crate::storage::{
+        create_coordinator_table, latest_lookup, probe_store, CommitCoordinator, CoordinatorCapabilities, CreateOutcome,
+        DynamoDbCoordinator, LatestLookup, Lister, ObjectStoreCoordinator, ProbeReport, StoreKind, SyncedLocalStore, PROBE_RACERS,
+        PROBE_STALE_AFTER,
+    };
+}
+
+/// Durations and points in time as the CLI and Python take them (`7d`, `2026-01-01`).
+pub mod time {
+    pub use crate::duration::{parse_duration, parse_time, DurationError, TimeError};
+}
+
+/// The bounds Concord enforces, and its defaults.
+pub mod limits {
+    pub use crate::duration::MAX_DURATION_DAYS;
+    pub use crate::format::manifest::INLINE_SEGMENT_FRAGMENTS;
+    pub use crate::format::schema::{MAX_COLUMNS, MAX_COLUMN_NAME_BYTES};
+    pub use crate::io::predicate::{MAX_EXPRESSION_BYTES, MAX_EXPRESSION_OPERATORS};
+    pub use crate::storage::MAX_METADATA_BYTES;
+    pub use crate::table::{DEFAULT_COMPACT_TARGET_ROWS, MIN_VACUUM_RETENTION};
+}
 
 /// The Arrow version Concord's API speaks: [`Input`] and scans carry its
 /// `RecordBatch`es, so a caller builds them with this one (re-exported whole, as
@@ -106,5 +139,5 @@ pub use arrow;
 /// provider in a `SessionContext` of this crate's DataFusion.
 pub use datafusion;
 /// The object_store version behind [`TableLocation`]: a caller with its own store
-/// (or [`CommitCoordinator`]) implements or passes this crate's `ObjectStore`.
+/// (or [`store::CommitCoordinator`]) implements or passes this crate's `ObjectStore`.
 pub use object_store;

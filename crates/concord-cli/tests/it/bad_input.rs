@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use concord::arrow::array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
 use concord::arrow::datatypes::{DataType, Field as ArrowField, Schema as ArrowSchema};
-use concord::{version_file_name, CommitOptions, InputError, StoreResolver, WriteError};
+use concord::manifest::version_file_name;
+use concord::{CommitOptions, InputError, StoreResolver, WriteError};
 
 use crate::common::*;
 
@@ -254,7 +255,7 @@ fn manifests_naming_paths_outside_the_table_are_refused() {
     // small append, held inline in the root (format 2).
     append_one_row_fragments(&t.uri, 0, 64);
     ok(&["append", &t.uri, &t.file("b.csv", &csv_rows(100, 3))]);
-    let latest = t.path().join("_versions").join(concord::version_file_name(65));
+    let latest = t.path().join("_versions").join(concord::manifest::version_file_name(65));
     let text = std::fs::read_to_string(&latest).unwrap();
     let mut manifest: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert!(manifest["segments"][1]["inline"].is_array(), "a small append is inline: {text}");

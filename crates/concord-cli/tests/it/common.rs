@@ -126,3 +126,16 @@ pub fn check_cli_history(history: &[serde_json::Value], outcomes: &[serde_json::
         assert_eq!(at.get(o["transaction_id"].as_str().unwrap()).copied(), told, "{store}: each acknowledged append at its version");
     }
 }
+
+/// Copies `dir` (recursively) to `to`.
+pub fn copy_dir(dir: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}

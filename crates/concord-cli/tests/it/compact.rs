@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use concord::arrow::array::AsArray;
 use concord::arrow::datatypes::{Float64Type, Int64Type};
-use concord::{Assignment, CommitOptions, Operation, StoreResolver, Table};
+use concord::manifest::Operation;
+use concord::{Assignment, CommitOptions, StoreResolver, Table};
 
 use crate::common::*;
 
@@ -144,7 +145,8 @@ fn cli_compact_rewrites_small_fragments_and_keeps_rows() {
     assert_eq!(t.count(), 32);
     let fragments = |version: &str| -> usize {
         let manifest =
-            std::fs::read_to_string(t.path().join("_versions").join(concord::version_file_name(version.parse().unwrap()))).unwrap();
+            std::fs::read_to_string(t.path().join("_versions").join(concord::manifest::version_file_name(version.parse().unwrap())))
+                .unwrap();
         let manifest: serde_json::Value = serde_json::from_str(&manifest).unwrap();
         manifest["segments"].as_array().unwrap().iter().map(|s| s["fragments"].as_u64().unwrap() as usize).sum()
     };

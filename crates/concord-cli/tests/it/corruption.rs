@@ -7,7 +7,7 @@
 //! The fuzz corpus is replayed by the library's tests (`corpus.rs`).
 
 use std::panic::AssertUnwindSafe;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use concord::{RandomSource, StdRandom, StoreResolver, Table};
 use futures::{FutureExt, TryStreamExt};
@@ -15,14 +15,6 @@ use futures::{FutureExt, TryStreamExt};
 use crate::common::*;
 
 const ITERATIONS: u64 = 400;
-
-/// Files of `dir/sub` in the order they were written (names are random UUIDs), so a
-/// seed picks the same objects on every run.
-fn files_under(dir: &Path, sub: &str) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(dir.join(sub)).map(|d| d.flatten().map(|e| e.path()).collect()).unwrap_or_default();
-    out.sort_by_key(|p| (p.metadata().and_then(|m| m.modified()).ok(), p.clone()));
-    out
-}
 
 /// A mutation of `bytes`, chosen by `r`.
 fn mutate(bytes: &[u8], r: &StdRandom) -> Vec<u8> {

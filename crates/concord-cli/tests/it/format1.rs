@@ -1,20 +1,7 @@
 //! Format 1, the table format before segments: a table it wrote (kept in
 //! `tests/data/format1-table`) stays readable and writable through the CLI.
 
-use crate::common::{ok, TempTable};
-
-/// Copies `dir` (recursively) to `to`.
-fn copy_dir(dir: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
+use crate::common::{copy_dir, ok, TempTable};
 
 /// A table written by format 1 (tests/data/format1-table) opens, reads, travels in
 /// time and accepts commits (a staged delete it holds, and new appends), which are
@@ -24,7 +11,7 @@ fn a_format_1_table_opens_reads_and_accepts_commits() {
     let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
     let t = TempTable::uncreated();
     copy_dir(&data.join("format1-table"), &t.dir.path().join("t"));
-    let version_file = |v: u64| t.dir.path().join("t/_versions").join(concord::version_file_name(v));
+    let version_file = |v: u64| t.dir.path().join("t/_versions").join(concord::manifest::version_file_name(v));
     let format_of =
         |v: u64| serde_json::from_slice::<serde_json::Value>(&std::fs::read(version_file(v)).unwrap()).unwrap()["format_version"].clone();
     assert_eq!(format_of(13), 1, "the fixture is format 1");
@@ -43,7 +30,7 @@ fn a_format_1_table_opens_reads_and_accepts_commits() {
     assert_eq!(ok(&["count", &t.uri, "--where", "id = 4"]).trim(), "0");
     let file = t.file("more.csv", "id,name,score,qty\n100,x,1.5,3\n");
     ok(&["append", &t.uri, &file]);
-    assert_eq!(format_of(15), concord::FORMAT_VERSION, "new versions are written in format 2");
+    assert_eq!(format_of(15), concord::manifest::FORMAT_VERSION, "new versions are written in format 2");
     assert_eq!(ok(&["count", &t.uri]).trim(), "19");
     assert_eq!(ok(&["count", &t.uri, "--version", "12"]).trim(), "19", "format 1 versions stay readable");
     ok(&["update", &t.uri, "--set", "score = score + 1", "--where", "id < 2"]);

@@ -3,10 +3,10 @@
 
 use std::fs::OpenOptions;
 
-use concord::{
-    version_file_name, PredicateError, ScanError, Schema, SchemaParseError, StoreResolver, MAX_COLUMNS, MAX_EXPRESSION_OPERATORS,
-    MAX_METADATA_BYTES,
-};
+use concord::limits::{MAX_COLUMNS, MAX_EXPRESSION_OPERATORS, MAX_METADATA_BYTES};
+use concord::manifest::version_file_name;
+use concord::schema::SchemaParseError;
+use concord::{PredicateError, ScanError, Schema, StoreResolver};
 
 use crate::common::*;
 

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use concord::{CommitOptions, DynamoDbCoordinator, Env, ProtocolStep, Schema, Table};
+use concord::store::{DynamoDbCoordinator, ProtocolStep};
+use concord::{CommitOptions, Env, Schema, Table};
 
 use crate::common::*;
 use crate::servers::{self, ok_with, run_with, Server};
@@ -225,7 +226,7 @@ fn credentials_never_appear_in_errors() {
 fn gcs_uris_resolve_to_gcs() {
     let resolver = concord::StoreResolver::new().with_options([("GOOGLE_SKIP_SIGNATURE".to_string(), "true".to_string())]);
     let location = resolver.resolve("gs://some-bucket/tables/t").unwrap();
-    assert_eq!(location.kind(), concord::StoreKind::Gcs);
+    assert_eq!(location.kind(), concord::store::StoreKind::Gcs);
     assert_eq!(location.display(location.root()), "gs://some-bucket/tables/t");
     let err = concord::StoreResolver::new().with_options([("AWS_REGOIN".to_string(), "x".to_string())]).resolve("s3://b/t").unwrap_err();
     assert!(err.to_string().contains("unknown store option 'AWS_REGOIN'"), "{err}");

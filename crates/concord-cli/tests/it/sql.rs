@@ -287,18 +287,6 @@ fn tables_without_statistics_answer_the_same() {
     assert_eq!(int(&old[0]["n"]), Some(10));
 }
 
-fn copy_dir(dir: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_dir(&entry.path(), &target)
-        } else {
-            std::fs::copy(entry.path(), target).map(|_| ()).unwrap()
-        }
-    }
-}
-
 /// Mistakes exit 2 (bad input: DataFusion's message) or 7 (no table), print nothing
 /// on stdout and write nothing; statements that would write are refused.
 #[test]

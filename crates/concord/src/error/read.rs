@@ -193,7 +193,7 @@ pub enum PredicateError {
         sql: String,
         /// Its operators and nesting levels.
         operators: usize,
-        /// [`crate::MAX_EXPRESSION_OPERATORS`].
+        /// [`crate::limits::MAX_EXPRESSION_OPERATORS`].
         limit: usize,
     },
     /// The expression's text is too long.
@@ -201,7 +201,7 @@ pub enum PredicateError {
     TooLong {
         /// Its length.
         bytes: usize,
-        /// [`crate::MAX_EXPRESSION_BYTES`].
+        /// [`crate::limits::MAX_EXPRESSION_BYTES`].
         limit: usize,
     },
 }

@@ -502,7 +502,7 @@ pub enum AlterError {
     ShortRetention {
         /// The retention given.
         given_s: u64,
-        /// [`crate::MIN_VACUUM_RETENTION`].
+        /// [`crate::limits::MIN_VACUUM_RETENTION`].
         minimum_s: u64,
     },
 }

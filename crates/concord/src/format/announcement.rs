@@ -11,6 +11,7 @@ use super::staged::PreparedTransaction;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Announcement {
     /// The transaction, as staged (with the options it commits with).
+    #[serde(with = "super::staged::as_staged_file")]
     pub(crate) transaction: PreparedTransaction,
     /// After this time (UTC) nobody carries it: its owner's time budget has ended, plus
     /// a margin for clocks of different machines that disagree.

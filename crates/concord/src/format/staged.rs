@@ -7,9 +7,10 @@ use uuid::Uuid;
 use super::manifest::{IsolationLevel, Operation};
 use super::schema::Schema;
 
-/// A transaction whose files are written and which awaits commit. Serialized as a
-/// staged transaction (`_transactions/<id>.json`) by two-phase writes.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+/// A transaction whose files are written and which awaits commit: what a caller
+/// prepares, stages and commits. Its file (`_transactions/<id>.json`) is written
+/// through a private serde mirror (`StagedFile`): the file's shape is not the API.
+#[derive(Debug, Clone, PartialEq)]
 pub struct PreparedTransaction {
     /// Its id (fresh, random).
     pub(crate) id: Uuid,
@@ -25,11 +26,67 @@ pub struct PreparedTransaction {
     /// The value of `now()` in the transaction's SQL (UTC), fixed when it was prepared
     /// so that a re-run computes the same values. `None` in transactions staged by
     /// versions that had no `now()`: then the commit's time.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) now: Option<DateTime<Utc>>,
     /// Options given when the transaction was staged: they hold when it is committed.
-    #[serde(default, skip_serializing_if = "StagedOptions::is_empty")]
     pub(crate) staged: StagedOptions,
+}
+
+/// A staged transaction as serialized (FORMAT.md §10): the fields of
+/// [`PreparedTransaction`], by name.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(crate) struct StagedFile {
+    id: Uuid,
+    read_version: u64,
+    read_schema: Schema,
+    read_next_fragment_id: u64,
+    operation: Operation,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    now: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "StagedOptions::is_empty")]
+    staged: StagedOptions,
+}
+
+impl From<&PreparedTransaction> for StagedFile {
+    fn from(t: &PreparedTransaction) -> Self {
+        StagedFile {
+            id: t.id,
+            read_version: t.read_version,
+            read_schema: t.read_schema.clone(),
+            read_next_fragment_id: t.read_next_fragment_id,
+            operation: t.operation.clone(),
+            now: t.now,
+            staged: t.staged.clone(),
+        }
+    }
+}
+
+impl From<StagedFile> for PreparedTransaction {
+    fn from(f: StagedFile) -> Self {
+        PreparedTransaction {
+            id: f.id,
+            read_version: f.read_version,
+            read_schema: f.read_schema,
+            read_next_fragment_id: f.read_next_fragment_id,
+            operation: f.operation,
+            now: f.now,
+            staged: f.staged,
+        }
+    }
+}
+
+/// Serializes a [`PreparedTransaction`] field through [`StagedFile`] (`#[serde(with)]`).
+pub(crate) mod as_staged_file {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::{PreparedTransaction, StagedFile};
+
+    pub(crate) fn serialize<S: Serializer>(t: &PreparedTransaction, s: S) -> Result<S::Ok, S::Error> {
+        StagedFile::from(t).serialize(s)
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<PreparedTransaction, D::Error> {
+        StagedFile::deserialize(d).map(PreparedTransaction::from)
+    }
 }
 
 /// The commit options a staged transaction carries (see `CommitOptions`). A commit

@@ -130,23 +130,6 @@ fn trim_newline(line: &[u8]) -> &[u8] {
     line.strip_suffix(b"\r").unwrap_or(line)
 }
 
-/// `text` as a CSV field: quoted when it is empty (so that it reads back as the empty
-/// string, not NULL), has a delimiter, quote or line break, or starts or ends with
-/// whitespace; quotes inside are doubled.
-pub fn quote_field(text: &str, out: &mut String) {
-    let needs = text.is_empty()
-        || text.contains([',', '"', '\n', '\r'])
-        || text.starts_with(char::is_whitespace)
-        || text.ends_with(char::is_whitespace);
-    if needs {
-        out.push('"');
-        out.push_str(&text.replace('"', "\"\""));
-        out.push('"');
-    } else {
-        out.push_str(text);
-    }
-}
-
 /// Binary values from their hex text (as scans print them; case-insensitive, two
 /// digits a byte). `Err(row)`: the first value that is not hex.
 pub(crate) fn unhex(text: &arrow::array::StringArray) -> Result<arrow::array::BinaryArray, usize> {
@@ -209,11 +192,5 @@ mod tests {
         assert_eq!(records("a,\n").unwrap(), vec![(1, vec![f("a", false), f("", false)])]);
         assert!(records("a,\"b\n").unwrap_err().contains("not closed"));
         assert!(records("\"a\"b\n").unwrap_err().contains("closing quote"));
-        let mut out = String::new();
-        for t in ["", "plain", "a,b", "say \"hi\"", " pad"] {
-            quote_field(t, &mut out);
-            out.push('|');
-        }
-        assert_eq!(out, "\"\"|plain|\"a,b\"|\"say \"\"hi\"\"\"|\" pad\"|");
     }
 }

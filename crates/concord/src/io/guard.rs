@@ -80,8 +80,24 @@ thread_local! {
 
 /// True while this thread runs a guarded decode, whose panic becomes an error: a
 /// program's panic hook may stay quiet then (the error carries the message).
-pub fn panic_is_caught() -> bool {
+pub(crate) fn panic_is_caught() -> bool {
     CATCHING.with(Cell::get)
+}
+
+/// For programs (the CLI, the Python module): installs, once per process, a panic hook
+/// that stays quiet for the panics the library turns into typed errors (a corrupt
+/// Parquet file: the error carries the message) and passes every other panic to the
+/// hook that was installed before.
+pub fn quiet_caught_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !panic_is_caught() {
+                previous(info)
+            }
+        }));
+    });
 }
 
 /// Runs `decode`; a panic inside it becomes `Err` with a message naming it.

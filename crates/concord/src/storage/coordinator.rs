@@ -44,7 +44,7 @@ pub enum CreateOutcome {
 }
 
 /// Creates each version of a table exactly once (see the module docs); the conformance
-/// suite (`concord::conformance`, feature `testing`) checks an implementation.
+/// suite (`concord::store::conformance`, feature `testing`) checks an implementation.
 ///
 /// A coordinator of one's own, here one that counts the versions it creates and leaves
 /// the rest to the store's put-if-absent:
@@ -52,10 +52,8 @@ pub enum CreateOutcome {
 /// ```
 /// use std::sync::atomic::{AtomicU64, Ordering};
 /// use std::sync::Arc;
-/// use concord::{
-///     CommitCoordinator, CoordinatorCapabilities, CreateOutcome, Env, LatestLookup, ObjectStoreCoordinator, Schema, StorageError,
-///     StoreKind, Table, TableLocation,
-/// };
+/// use concord::store::{CommitCoordinator, CoordinatorCapabilities, CreateOutcome, LatestLookup, ObjectStoreCoordinator, StoreKind};
+/// use concord::{Env, Schema, StorageError, Table, TableLocation};
 /// use concord::object_store::{memory::InMemory, path::Path, ObjectStore};
 ///
 /// #[derive(Debug)]

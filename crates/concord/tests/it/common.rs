@@ -139,3 +139,12 @@ pub fn append_one_row_fragments(uri: &str, first: i64, n: i64) {
         }
     });
 }
+
+/// Files of `dir/sub` in the order they were written (names are random UUIDs), so a
+/// seed picks the same objects on every run.
+pub fn files_under(dir: &Path, sub: &str) -> Vec<std::path::PathBuf> {
+    let mut out: Vec<std::path::PathBuf> =
+        std::fs::read_dir(dir.join(sub)).map(|d| d.flatten().map(|e| e.path()).collect()).unwrap_or_default();
+    out.sort_by_key(|p| (p.metadata().and_then(|m| m.modified()).ok(), p.clone()));
+    out
+}

@@ -10,9 +10,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use bytes::Bytes;
 use concord::arrow::array::{Int64Array, RecordBatch, StringArray};
+use concord::store::{CommitCoordinator, CoordinatorCapabilities, CreateOutcome};
 use concord::{
-    CommitCoordinator, CommitError, CommitInfo, CommitOptions, CoordinatorCapabilities, CreateOutcome, Env, RetryPolicy, Schema,
-    StorageError, StoreResolver, Table, TableLocation, WriteError,
+    CommitError, CommitInfo, CommitOptions, Env, RetryPolicy, Schema, StorageError, StoreResolver, Table, TableLocation, WriteError,
 };
 
 use crate::common::*;
@@ -59,13 +59,9 @@ async fn verify_history(table: &Table, acknowledged: &[CommitInfo], written: &BT
             }
         }
         expected.sort_unstable();
-        let actual = ids_of(&latest.checkout(v.version).await.unwrap()).await;
+        let actual = ids(&latest.checkout(v.version).await.unwrap()).await;
         assert_eq!(actual, expected, "version {} = version {} + its appends", v.version, v.version.saturating_sub(1));
     }
-}
-
-async fn ids_of(table: &Table) -> Vec<i64> {
-    crate::common::ids(table).await
 }
 
 /// 16 writers on their own handles (and, for local disk, their own resolvers, like
@@ -109,7 +105,7 @@ fn threads_appending_concurrently_all_succeed() {
             // Appends that lost a race may share a version (cooperative commits).
             assert!(latest.version() <= (writers * appends) as u64, "{uri}");
             assert_eq!(latest.count(None).await.unwrap(), (writers * appends * 10) as u64, "{uri}");
-            let ids = ids_of(&latest).await;
+            let ids = ids(&latest).await;
             assert_eq!(ids, (0..writers * appends * 10).collect::<Vec<_>>(), "{uri}: every row exactly once");
             assert!(acknowledged.iter().any(|i| i.attempts > 1), "{uri}: the writers really raced");
             verify_history(&latest, &acknowledged, &written).await;
@@ -295,7 +291,7 @@ async fn failed_writers_leave_nothing_behind() {
         }
     }
     expected.sort_unstable();
-    assert_eq!(ids_of(&table.latest().await.unwrap()).await, expected);
+    assert_eq!(ids(&table.latest().await.unwrap()).await, expected);
 }
 
 /// Cooperative commits on, then off (the table property `cooperative_commits=false`):

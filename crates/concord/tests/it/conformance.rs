@@ -8,10 +8,10 @@ use concord::arrow::array::{Int64Array, RecordBatch, StringArray};
 use concord::object_store::memory::InMemory;
 use concord::object_store::path::Path;
 use concord::object_store::ObjectStore;
-use concord::{
-    CommitCoordinator, CommitOptions, CreateOutcome, DynamoDbCoordinator, Env, LatestLookup, ObjectStoreCoordinator, Schema, StoreKind,
-    SyncedLocalStore, Table, TableLocation,
+use concord::store::{
+    CommitCoordinator, CreateOutcome, DynamoDbCoordinator, LatestLookup, ObjectStoreCoordinator, StoreKind, SyncedLocalStore,
 };
+use concord::{CommitOptions, Env, Schema, Table, TableLocation};
 
 use crate::servers;
 
@@ -108,11 +108,11 @@ pub fn local_backends() -> Vec<Fixture> {
     ]
 }
 
-/// The library's conformance suite (`concord::conformance`) on every backend.
+/// The library's conformance suite (`concord::store::conformance`) on every backend.
 #[tokio::test]
 async fn coordinator_conformance_on_every_backend() {
     for f in backends().await {
-        concord::conformance::run(f.name, &f.location).await;
+        concord::store::conformance::run(f.name, &f.location).await;
     }
 }
 

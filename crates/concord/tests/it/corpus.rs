@@ -2,19 +2,11 @@
 //! their kept corpus is replayed here on stable, so every input that once crashed a
 //! target stays a regression test.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use concord::{StoreResolver, Table};
 
 use crate::common::*;
-
-/// Files of `dir/sub` in the order they were written (names are random UUIDs), so a
-/// seed picks the same objects on every run.
-fn files_under(dir: &Path, sub: &str) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(dir.join(sub)).map(|d| d.flatten().map(|e| e.path()).collect()).unwrap_or_default();
-    out.sort_by_key(|p| (p.metadata().and_then(|m| m.modified()).ok(), p.clone()));
-    out
-}
 
 /// Every input of the kept fuzz corpus (`fuzz/corpus/<target>`), decoded as its fuzz
 /// target does: no panic.
@@ -43,8 +35,8 @@ fn the_fuzz_corpus_decodes_without_panics() {
 /// the one file of a fragment, read through the table.
 #[tokio::test]
 async fn the_fuzz_corpus_of_data_files_reads_without_panics() {
+    use concord::manifest::{DataFile, Fragment};
     use concord::object_store::{ObjectStoreExt, PutPayload};
-    use concord::{DataFile, Fragment};
     let location = StoreResolver::new().resolve("memory://fuzz").unwrap();
     let (store, path) = (location.store().clone(), location.root().clone().join("data").join("fuzz.parquet"));
     let table = Table::create(location, concord::Env::system(), concord::Schema::parse(SCHEMA).unwrap()).await.unwrap();

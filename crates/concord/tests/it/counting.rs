@@ -145,13 +145,13 @@ impl ObjectStore for CountingStore {
 
 /// Counts a store's paginated LIST requests into the same [`Counts`].
 pub struct CountingLister {
-    inner: concord::Lister,
+    inner: concord::store::Lister,
     counts: Arc<Counts>,
 }
 
 impl CountingLister {
-    pub fn wrap(inner: concord::Lister, store: &CountingStore) -> concord::Lister {
-        concord::Lister(Arc::new(CountingLister { inner, counts: store.counts.clone() }))
+    pub fn wrap(inner: concord::store::Lister, store: &CountingStore) -> concord::store::Lister {
+        concord::store::Lister(Arc::new(CountingLister { inner, counts: store.counts.clone() }))
     }
 }
 

@@ -308,7 +308,8 @@ async fn overwrite_where_replaces_matching_rows_and_reruns_over_appends() {
 async fn a_rerun_reads_only_the_winners_fragments() {
     use concord::object_store::memory::InMemory;
     use concord::object_store::path::Path;
-    use concord::{Env, Schema, StoreKind, TableLocation};
+    use concord::store::StoreKind;
+    use concord::{Env, Schema, TableLocation};
     let counting = Arc::new(crate::counting::CountingStore::new(Arc::new(InMemory::new())));
     let location = TableLocation::on_store("memory://reread", counting.clone(), Path::from("t"), StoreKind::Memory);
     let table = Table::create(location, Env::system(), Schema::parse(SCHEMA).unwrap()).await.unwrap();

@@ -16,9 +16,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use chrono::{DateTime, TimeZone, Utc};
-use concord::{
-    Clock, CommitOptions, Env, LatestLookup, ObjectStoreCoordinator, RandomSource, Schema, StdRandom, StoreKind, Table, TableLocation,
-};
+use concord::store::{LatestLookup, ObjectStoreCoordinator, StoreKind};
+use concord::{Clock, CommitOptions, Env, RandomSource, Schema, StdRandom, Table, TableLocation};
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use object_store::memory::InMemory;

@@ -7,8 +7,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use chrono::{DateTime, TimeDelta, Utc};
 use concord::arrow::array::{Int64Array, RecordBatch, StringArray};
+use concord::manifest::{Fragment, Manifest, Operation, SegmentRef};
 use concord::object_store::{ObjectStoreExt, PutPayload};
-use concord::{Clock, CommitOptions, Env, Fragment, Manifest, Operation, ScanOptions, Schema, SegmentRef, StdRandom, Table};
+use concord::{Clock, CommitOptions, Env, ScanOptions, Schema, StdRandom, Table};
 use futures::future::BoxFuture;
 
 use crate::conformance::local_backends;
@@ -189,8 +190,8 @@ async fn manifests_round_trip_and_version_files_are_inverted() {
     let manifest = table.latest().await.unwrap().manifest().clone();
     let json = serde_json::to_string(&manifest).unwrap();
     assert_eq!(serde_json::from_str::<Manifest>(&json).unwrap(), manifest);
-    let path = f.location.root().clone().join("_versions").join(concord::version_file_name(1).as_str());
+    let path = f.location.root().clone().join("_versions").join(concord::manifest::version_file_name(1).as_str());
     let stored = f.location.store().get(&path).await.unwrap().bytes().await.unwrap();
     assert_eq!(serde_json::from_slice::<Manifest>(&stored).unwrap(), manifest);
-    assert_eq!(concord::version_file_name(1), "18446744073709551614.json");
+    assert_eq!(concord::manifest::version_file_name(1), "18446744073709551614.json");
 }

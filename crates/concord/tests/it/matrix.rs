@@ -251,7 +251,7 @@ async fn prepare(table: &Table, op: Op, as_ours: bool) -> PreparedTransaction {
         AddColumn if as_ours => table.prepare(Write::AddColumn { definition: "extra bigint".into() }).await,
         AddColumn => table.prepare(Write::AddColumn { definition: "extra int default 5".into() }).await,
         DropColumn => table.prepare(Write::DropColumn { name: "tag".into() }).await,
-        Compact => table.prepare(Write::Compact { target_rows: concord::DEFAULT_COMPACT_TARGET_ROWS }).await,
+        Compact => table.prepare(Write::Compact { target_rows: concord::limits::DEFAULT_COMPACT_TARGET_ROWS }).await,
     };
     result.unwrap_or_else(|e| panic!("preparing {op:?}: {e}"))
 }

@@ -6,7 +6,8 @@
 
 use std::collections::HashMap;
 
-use concord::{Operation, Table};
+use concord::manifest::Operation;
+use concord::Table;
 
 use crate::common::*;
 
@@ -16,7 +17,7 @@ pub const DELETES: [&str; 5] = ["id % 2 = 0", "id < 20", "id >= 80", "id % 3 = 1
 /// `previous` (the ids of the version before) with transaction `t` applied.
 pub fn replay(
     previous: Vec<i64>,
-    t: &concord::TransactionRecord,
+    t: &concord::manifest::TransactionRecord,
     written: &HashMap<uuid::Uuid, Vec<i64>>,
     states: &[Vec<i64>],
 ) -> Vec<i64> {

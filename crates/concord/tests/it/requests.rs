@@ -11,7 +11,8 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use chrono::TimeDelta;
-use concord::{CommitOptions, Env, Operation, Schema, Table};
+use concord::manifest::Operation;
+use concord::{CommitOptions, Env, Schema, Table};
 
 use crate::common::*;
 use crate::conformance::{backends, Fixture};

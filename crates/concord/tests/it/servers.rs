@@ -120,7 +120,7 @@ impl Server {
     /// Makes sure the coordinator's DynamoDB table exists.
     pub async fn prepare(&self) {
         if let Some(c) = &self.coordinator {
-            concord::create_coordinator_table(c, &self.option_pairs()).await.expect("create the coordinator table");
+            concord::store::create_coordinator_table(c, &self.option_pairs()).await.expect("create the coordinator table");
         }
     }
 }

@@ -6,10 +6,8 @@ use std::time::Duration;
 
 use concord::object_store::memory::InMemory;
 use concord::object_store::path::Path;
-use concord::{
-    Clock, CommitError, CommitOptions, Env, LatestLookup, ObjectStoreCoordinator, Schema, StdRandom, StoreKind, Table, TableLocation,
-    Write, WriteError,
-};
+use concord::store::{LatestLookup, ObjectStoreCoordinator, StoreKind};
+use concord::{Clock, CommitError, CommitOptions, Env, Schema, StdRandom, Table, TableLocation, Write, WriteError};
 
 use crate::common::*;
 use crate::fairness::{SlowStore, VirtualClock};
@@ -62,12 +60,8 @@ fn tasks_sharing_a_handle_share_versions() {
             assert!(v.transactions.iter().any(|t| t.transaction_id == info.transaction_id), "each at the version it reported");
             assert_eq!(info.rows_written, 2, "its own outcome");
         }
-        assert_eq!(ids_of(&latest).await.len(), 64);
+        assert_eq!(crate::common::ids(&latest).await.len(), 64);
     });
-}
-
-async fn ids_of(table: &Table) -> Vec<i64> {
-    ids(table).await
 }
 
 /// In one group, a transaction made impossible by a winner fails alone with its own
@@ -184,7 +178,7 @@ fn a_key_given_twice_in_one_group_commits_once() {
             );
         }
         let latest = table.latest().await.unwrap();
-        assert_eq!(ids_of(&latest).await, (0..8).collect::<Vec<_>>(), "each key's rows once");
+        assert_eq!(ids(&latest).await, (0..8).collect::<Vec<_>>(), "each key's rows once");
         let history = latest.history().await.unwrap();
         assert!(history.iter().any(|v| v.transactions.len() > 1), "keyed transactions still share versions");
     });
@@ -220,7 +214,7 @@ fn a_delete_racing_a_group_of_appends_re_runs_on_exactly_the_earlier_ones() {
             (info.version, v.transactions.iter().position(|t| t.transaction_id == info.transaction_id).expect("in its version"))
         };
         let after_delete: Vec<i64> = appended.iter().filter(|(_, info)| position(info) > position(&deleted)).map(|(i, _)| *i).collect();
-        assert_eq!(ids_of(&latest).await, after_delete, "the rows committed after the delete, no other");
+        assert_eq!(ids(&latest).await, after_delete, "the rows committed after the delete, no other");
         assert_eq!(deleted.rows_deleted, 24 - after_delete.len() as u64);
         assert!(deleted.rerun, "the delete re-ran on appends that beat it: {deleted:?}");
         assert!(history.iter().any(|v| v.transactions.len() > 1), "appends shared versions");

@@ -28,9 +28,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use chrono::{DateTime, TimeZone, Utc};
+use concord::store::StoreKind;
 use concord::{
-    Assignment, Clock, CommitError, CommitOptions, Env, RandomSource, RetryPolicy, Schema, StdRandom, StoreKind, Table, TableLocation,
-    WriteError,
+    Assignment, Clock, CommitError, CommitOptions, Env, RandomSource, RetryPolicy, Schema, StdRandom, Table, TableLocation, WriteError,
 };
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
