@@ -9,6 +9,9 @@ use std::time::Duration;
 use super::table_store::NEWEST_FRESH_FOR;
 use crate::format::manifest::Manifest;
 
+/// See [`CommitState::recent_for`].
+const RECENT_ATTEMPTS: u32 = 8;
+
 #[derive(Debug, Default)]
 pub(crate) struct CommitState {
     /// The newest version this handle has seen (opened, looked up, lost a race to or
@@ -20,6 +23,11 @@ pub(crate) struct CommitState {
     /// When this handle last found other writers' announcements (cooperative commits):
     /// it goes on carrying while it keeps winning.
     last_announcements: Mutex<Option<Duration>>,
+    /// How long this handle's last create attempt took.
+    attempt_latency: Mutex<Option<Duration>>,
+    /// When a waiting writer of this handle last saw the chain move (monotonic), and how
+    /// long it moves in (a moving average of the intervals seen).
+    moves: Mutex<Option<(Duration, Option<Duration>)>>,
 }
 
 impl CommitState {
@@ -44,11 +52,20 @@ impl CommitState {
         *self.last_contention.lock().unwrap_or_else(|e| e.into_inner()) = Some((now, latency));
     }
 
-    /// If this handle lost a race within [`NEWEST_FRESH_FOR`] of `now`: how long that
-    /// attempt took.
+    /// If this handle lost a race recently (see [`CommitState::recent_for`]) before
+    /// `now`: how long that attempt took.
     pub(crate) fn recent_contention(&self, now: Duration) -> Option<Duration> {
+        let window = self.recent_for();
         let last = self.last_contention.lock().unwrap_or_else(|e| e.into_inner());
-        last.filter(|(at, _)| now.saturating_sub(*at) < NEWEST_FRESH_FOR).map(|(_, latency)| latency)
+        last.filter(|(at, _)| now.saturating_sub(*at) < window).map(|(_, latency)| latency)
+    }
+
+    /// How long a lost race or announcements found count as recent: a second, or
+    /// [`RECENT_ATTEMPTS`] attempts on a slower store (a writer appending back to back
+    /// on a store with 300 ms requests takes longer than a second per append).
+    fn recent_for(&self) -> Duration {
+        let latency = self.attempt_latency().unwrap_or_default();
+        NEWEST_FRESH_FOR.max(latency * RECENT_ATTEMPTS)
     }
 
     /// Records that other writers' announcements were found at `now` (monotonic).
@@ -56,11 +73,42 @@ impl CommitState {
         *self.last_announcements.lock().unwrap_or_else(|e| e.into_inner()) = Some(now);
     }
 
-    /// Whether this handle found other writers' announcements within
-    /// [`NEWEST_FRESH_FOR`] of `now` (monotonic).
+    /// Whether this handle found other writers' announcements recently (see
+    /// [`CommitState::recent_for`]) before `now` (monotonic).
     pub(crate) fn recent_announcements(&self, now: Duration) -> bool {
+        let window = self.recent_for();
         let last = self.last_announcements.lock().unwrap_or_else(|e| e.into_inner());
-        last.is_some_and(|at| now.saturating_sub(at) < NEWEST_FRESH_FOR)
+        last.is_some_and(|at| now.saturating_sub(at) < window)
+    }
+
+    /// Records how long a create attempt took.
+    pub(crate) fn saw_attempt(&self, latency: Duration) {
+        *self.attempt_latency.lock().unwrap_or_else(|e| e.into_inner()) = Some(latency);
+    }
+
+    /// How long this handle's last create attempt took.
+    pub(crate) fn attempt_latency(&self) -> Option<Duration> {
+        *self.attempt_latency.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records that a waiting writer saw the chain move at `now` (monotonic).
+    pub(crate) fn saw_move(&self, now: Duration) {
+        let mut moves = self.moves.lock().unwrap_or_else(|e| e.into_inner());
+        let interval = match *moves {
+            // Longer gaps are not the chain's pace (the handle was not waiting).
+            Some((last, interval)) if now.saturating_sub(last) < NEWEST_FRESH_FOR => {
+                let seen = now.saturating_sub(last);
+                Some(interval.map_or(seen, |i| (i * 3 + seen) / 4))
+            }
+            Some((_, interval)) => interval,
+            None => None,
+        };
+        *moves = Some((now, interval));
+    }
+
+    /// How long the chain takes to move, as the moves this handle saw go.
+    pub(crate) fn move_interval(&self) -> Option<Duration> {
+        self.moves.lock().unwrap_or_else(|e| e.into_inner()).and_then(|(_, interval)| interval)
     }
 
     /// The newest version this handle knows of, however old that knowledge.

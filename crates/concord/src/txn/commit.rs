@@ -17,6 +17,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use super::action::NextState;
 use super::contention::{AfterLost, Contention};
 use super::cooperate;
+use super::line::Line;
 use super::member::{read_existing, Earlier, Follows, Member, Ready};
 use super::settle::{create_and_settle, Attempt, Create};
 use super::{CommitInfo, CommitOptions, PreparedTransaction};
@@ -77,7 +78,7 @@ pub(crate) async fn commit_batch(
     let started = env.clock.monotonic();
     let mut announcement = None;
     let result = commit_rounds(store, env, batch, sharing, started, &mut announcement).await;
-    let Some((name, attempts)) = announcement else { return result };
+    let Some(Announcing { name, attempts, mut marked }) = announcement else { return result };
     // Announced (cooperative commits): another writer may carry it until its deadline,
     // so it fails only where the chain decides that. An outcome the chain does not decide
     // (a storage error; an unknown one, but a withdrawal's that did not settle) goes
@@ -98,26 +99,40 @@ pub(crate) async fn commit_batch(
             let mut member = Member::new(txn, opts, None);
             // Its first attempt checked its key in the history already.
             member.attempts = attempts;
+            member.keys_checked = true;
             match start_base(store, env, txn.read_version).await {
-                Ok(base) => cooperate::withdraw(store, env, &mut member, base, &name, started).await.map(|o| vec![o]),
+                Ok(base) => {
+                    marked = true;
+                    cooperate::withdraw(store, env, &mut member, base, &name, started).await.map(|o| vec![o])
+                }
                 Err(_) => Err(cooperate::unsettled(store, &name, txn.read_version + 1, txn.id)),
             }
         }
     };
-    cooperate::retire(store, &name).await;
+    cooperate::retire(store, &name, marked).await;
     settled
 }
 
+/// A lone transaction's announcement (cooperative commits).
+#[derive(Debug)]
+struct Announcing {
+    /// Its name (even if the write failed: it may have landed).
+    name: String,
+    /// Its owner's attempts so far.
+    attempts: u32,
+    /// Whether its owner marked it withdrawn.
+    marked: bool,
+}
+
 /// The rounds of [`commit_batch`]: `announcement` is set once the lone member is
-/// announced (its name, even if the announcement's write failed: it may have landed;
-/// and its attempts so far).
+/// announced.
 async fn commit_rounds(
     store: &TableStore,
     env: &Env,
     batch: &[(&PreparedTransaction, &CommitOptions)],
     sharing: Sharing<'_>,
     started: Duration,
-    announcement: &mut Option<(String, u32)>,
+    announcement: &mut Option<Announcing>,
 ) -> Result<Vec<Outcome>, CommitError> {
     let job_key = match sharing {
         Sharing::Together { job_key } => job_key,
@@ -133,9 +148,11 @@ async fn commit_rounds(
     // has lost a race (its announcement's name); a writer that has lost carries others.
     let announces = sharing == Sharing::Group && matches!(batch, [(txn, opts)] if cooperate::carriable(txn, opts));
     let mut announce_by = None;
-    // The announcements listed during the last pause, for the next build.
-    let mut prefetched: Option<Option<cooperate::Announced>> = None;
     let own: Vec<uuid::Uuid> = batch.iter().map(|(txn, _)| txn.id).collect();
+    let mut line = Line::default();
+    // How long this handle's last create took (the scale of pauses).
+    let mut latency = store.commits.attempt_latency().unwrap_or(members[0].opts.retry.min_backoff);
+    let mut first_round = true;
     loop {
         for member in members.iter_mut().filter(|m| m.outcome.is_none()) {
             member.outcome = match member.ready_on(store, env, &base).await {
@@ -150,21 +167,22 @@ async fn commit_rounds(
         if members.iter().all(|m| m.outcome.is_some()) {
             return Ok(outcomes_of(members));
         }
-        if contention.attempts == 0 {
-            // A newcomer to a contended table lets the writers already waiting go first.
-            if let Some(latency) = store.commits.recent_contention(env.clock.monotonic()) {
+        if first_round {
+            first_round = false;
+            // A newcomer to a contended table (its handle lost a race, or found
+            // announcements, recently) lets the writers already waiting go first:
+            // announced at once, it waits in line (below); else it pauses.
+            let now = env.clock.monotonic();
+            let crowded = store.commits.recent_contention(now).is_some() || store.commits.recent_announcements(now);
+            if crowded && announces && cooperate::enabled(&base) {
+                let retry = &members[0].opts.retry;
+                let left = retry.timeout + cooperate::DEADLINE_MARGIN;
+                let deadline = env.clock.now() + TimeDelta::from_std(left).unwrap_or(TimeDelta::MAX);
+                let name = cooperate::announce(store, env, members[0].txn, members[0].opts, deadline).await;
+                *announcement = Some(Announcing { name, attempts: 0, marked: false });
+            } else if crowded {
                 let retry = &members[first_open(&members)].opts.retry;
-                let pause = env.clock.sleep(retry.contention_backoff(0, latency, |max| env.random_below_or_eq(max)));
-                if announces && cooperate::enabled(&base) {
-                    // Its handle lost a race within the last second: announced at once,
-                    // during the pause, so that the writers already waiting carry it.
-                    let left = retry.timeout + cooperate::DEADLINE_MARGIN;
-                    let deadline = env.clock.now() + TimeDelta::from_std(left).unwrap_or(TimeDelta::MAX);
-                    let announced = cooperate::announce(store, env, members[0].txn, members[0].opts, deadline);
-                    *announcement = Some((futures::join!(announced, pause).0, members[0].attempts));
-                } else {
-                    pause.await;
-                }
+                env.clock.sleep(retry.contention_backoff(0, latency, |max| env.random_below_or_eq(max))).await;
             }
         }
         // A writer that has lost a race (in this commit, or through this handle within
@@ -175,11 +193,30 @@ async fn commit_rounds(
         let now = env.clock.monotonic();
         let contended = contention.carries(store.commits.recent_contention(now).is_some(), store.commits.recent_announcements(now));
         let carries = contended && sharing == Sharing::Group && cooperate::enabled(&base);
-        let carry = match prefetched.take() {
-            Some(listed) if carries => listed,
-            _ if carries => cooperate::announced(store, env, &own).await.ok(),
-            _ => None,
-        };
+        if carries {
+            line.list(store).await;
+        }
+        // An announced writer waits in line (`line.rs`) while an older announcement is
+        // pending: its owner creates the next version and carries the others.
+        let now = env.clock.monotonic();
+        let pace = store.commits.move_interval().unwrap_or_default().max(latency * 4);
+        if let Some(own_name) = announcement.as_ref().map(|a| a.name.clone()).filter(|name| carries && line.waits(name, &base, now, pace)) {
+            store.commits.saw_announcements(now);
+            if !members[0].opts.retry.allows_another(members[0].attempts, now - started) {
+                let announced = announcement.as_mut().expect("announced");
+                announced.marked = true;
+                return cooperate::withdraw(store, env, &mut members[0], base.clone(), &own_name, started).await.map(|o| vec![o]);
+            }
+            if let Some(next) = line.wait(store, env, &own_name, &base, &mut latency).await {
+                base = next;
+                base_learned = env.clock.now();
+            }
+            continue;
+        }
+        let carry = if carries { line.carry(store, env, &own).await } else { None };
+        for member in members.iter_mut().filter(|m| m.outcome.is_none()) {
+            member.attempts += 1;
+        }
         let (building, included) = build(store, env, &mut members, &base, sharing, carry.as_ref()).await?;
         let Some(manifest) = building.finish() else { continue };
         let first = included[0];
@@ -193,12 +230,14 @@ async fn commit_rounds(
         let retry = members[first].opts.retry;
         let attempt_started = env.clock.monotonic();
         let outcome = create_and_settle(store, env, create, &retry, started).await?;
-        let latency = env.clock.monotonic() - attempt_started;
+        latency = env.clock.monotonic() - attempt_started;
+        store.commits.saw_attempt(latency);
+        line.raced();
         // Measured once: the checks below agree on whether another attempt is allowed.
         let elapsed = env.clock.monotonic() - started;
         let uniform = |max| env.random_below_or_eq(max);
-        if let Some((_, attempts)) = announcement {
-            *attempts = members[0].attempts;
+        if let Some(announced) = announcement {
+            announced.attempts = members[0].attempts;
         }
         let pause = match outcome {
             Attempt::Won => {
@@ -222,6 +261,16 @@ async fn commit_rounds(
                             base = look_up_latest(store, env, base.version).await?;
                             base_learned = env.clock.now();
                         }
+                        if contention.shared() && announces && announcement.is_none() && cooperate::enabled(&base) {
+                            let left = retry.timeout.saturating_sub(elapsed) + cooperate::DEADLINE_MARGIN;
+                            announce_by = Some(env.clock.now() + TimeDelta::from_std(left).unwrap_or(TimeDelta::MAX));
+                        }
+                        Duration::ZERO
+                    }
+                    // The first in line, beaten (by a writer that did not wait): it
+                    // tries again at once, carrying what it read, listing nothing.
+                    AfterLost::Race { .. } if line.lost(&base, announcement.is_some(), carry) => {
+                        store.commits.saw_contention(env.clock.monotonic(), latency);
                         Duration::ZERO
                     }
                     AfterLost::Race { pause } => {
@@ -251,8 +300,9 @@ async fn commit_rounds(
             if !member.opts.retry.allows_another(member.attempts, elapsed) {
                 // An announced transaction may be carried yet: its outcome is whichever
                 // the chain shows first, its inclusion or its withdrawal.
-                if let Some((name, _)) = announcement {
-                    return cooperate::withdraw(store, env, member, base.clone(), name, started).await.map(|o| vec![o]);
+                if let Some(announced) = announcement {
+                    announced.marked = true;
+                    return cooperate::withdraw(store, env, member, base.clone(), &announced.name, started).await.map(|o| vec![o]);
                 }
                 let e = CommitError::TooMuchContention {
                     attempts: member.attempts,
@@ -269,8 +319,8 @@ async fn commit_rounds(
         // made even if the write failed: it may have landed) and, for a writer that
         // carries, the others' announcements for its next build.
         let announce = announce_by.take().map(|deadline| cooperate::announce(store, env, members[0].txn, members[0].opts, deadline));
-        let list = (contention.lists_during_pause() && sharing == Sharing::Group && cooperate::enabled(&base))
-            .then(|| cooperate::announced(store, env, &own));
+        let list = (contention.lists_during_pause() && line.lists_during_pause() && sharing == Sharing::Group && cooperate::enabled(&base))
+            .then(|| cooperate::list(store));
         let (made, listed, ()) = futures::join!(
             async {
                 match announce {
@@ -287,9 +337,9 @@ async fn commit_rounds(
             env.clock.sleep(pause)
         );
         if let Some(name) = made {
-            *announcement = Some((name, members[0].attempts));
+            *announcement = Some(Announcing { name, attempts: members[0].attempts, marked: false });
         }
-        prefetched = listed;
+        line.listed(listed.flatten());
     }
 }
 

@@ -21,6 +21,62 @@ const SPECULATE_AFTER: u32 = 1;
 /// is looked up instead of walking on one version at a time.
 const MAX_BEHIND: u32 = 3;
 
+/// Versions that pass over an older pending announcement (do not carry it) before a
+/// waiting writer presumes its owner gone, or its transaction settled before the
+/// waiter's read version, and stops waiting for it.
+pub(crate) const PASSED_OVER: u32 = 2;
+
+/// An announced writer waiting in line (cooperative commits): the owner of the oldest
+/// pending announcement creates the next version and carries the others; the others
+/// read the next version until it does, and take over if the line stops moving.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Waiting {
+    /// When the line last moved (a version carried others), or the wait began.
+    since: Option<Duration>,
+    /// Reads of the next version since the chain last moved.
+    reads: u32,
+}
+
+impl Waiting {
+    /// Whether to wait (again) at `now`, with `ahead` older pending announcements, the
+    /// line taking `pace` per version: the oldest never waits; the others take over
+    /// after 3, 5, 7 or 9 paces without the line moving (so one at a time, oldest first).
+    pub(crate) fn waits(&mut self, ahead: usize, now: Duration, pace: Duration) -> bool {
+        if ahead == 0 {
+            return false;
+        }
+        let since = *self.since.get_or_insert(now);
+        now.saturating_sub(since) < pace * (1 + 2 * ahead.min(4) as u32)
+    }
+
+    /// The pause before the next read: an attempt's `latency` (a loaded store's
+    /// latency grows, and the reads slow down with it), and up to half a latency more
+    /// (`uniform(n)` returns a value in `0..=n`).
+    pub(crate) fn pause(&self, latency: Duration, uniform: impl FnOnce(u64) -> u64) -> Duration {
+        latency + Duration::from_micros(uniform(latency.as_micros() as u64 / 2))
+    }
+
+    /// A read of the next version at `now`: `moved`, it was there; `progressed`, it
+    /// carried others (the line moves).
+    pub(crate) fn read(&mut self, moved: bool, progressed: bool, now: Duration) {
+        self.reads = if moved { 0 } else { self.reads + 1 };
+        if progressed {
+            self.since = Some(now);
+        }
+    }
+
+    /// Whether the line stalls (the second read in a row found the chain unmoved): the
+    /// writer lists the announcements again.
+    pub(crate) fn relists(&self) -> bool {
+        self.reads == 2
+    }
+
+    /// It attempted a create itself: a new wait starts afresh.
+    pub(crate) fn raced(&mut self) {
+        *self = Waiting::default();
+    }
+}
+
 /// Races lost, storage errors, and versions found already there in a row, in one
 /// commit. Invariant: `lost_races + errors + behind_total <= attempts`.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -56,12 +112,19 @@ impl Contention {
     /// commits): it lost a race, or its handle did (or found announcements) recently.
     /// A writer that never loses pays nothing.
     pub(crate) fn carries(&self, handle_lost_recently: bool, handle_saw_announcements: bool) -> bool {
-        self.lost_races > 0 || handle_lost_recently || handle_saw_announcements
+        self.shared() || handle_lost_recently || handle_saw_announcements
     }
 
     /// Whether the pause after a lost attempt lists the announcements for the next build.
     pub(crate) fn lists_during_pause(&self) -> bool {
-        self.lost_races > 0
+        self.shared()
+    }
+
+    /// Whether this commit found the table shared: it lost a race, or lost twice in any
+    /// way (a handle behind once is only stale; twice, others keep creating versions).
+    /// It then announces its transaction (if it may be carried) and carries others.
+    pub(crate) fn shared(&self) -> bool {
+        self.lost_races > 0 || self.attempts - self.errors >= 2
     }
 
     /// An attempt lost to a version created at `winner_created`; this writer learned
@@ -75,8 +138,14 @@ impl Contention {
         latency: Duration,
         uniform: impl FnOnce(u64) -> u64,
     ) -> AfterLost {
+        // The first attempt builds on the newest version the handle knew when the commit
+        // began: a winner built before that was there already. A later attempt's base was
+        // read, the answer maybe delayed in a loaded store's queue: a winner built up to
+        // one attempt's time before it beat this writer in a race.
+        let margin = if self.attempts == 0 { Duration::ZERO } else { latency };
+        let margin = chrono::TimeDelta::from_std(margin).unwrap_or(chrono::TimeDelta::MAX);
         self.attempts += 1;
-        if winner_created < base_learned {
+        if winner_created.checked_add_signed(margin).is_some_and(|t| t < base_learned) {
             self.behind += 1;
             let look_up = self.behind >= MAX_BEHIND;
             if look_up {
@@ -118,17 +187,30 @@ mod tests {
     fn a_winner_older_than_the_base_is_the_handle_behind_and_costs_no_pause() {
         let mut c = Contention::default();
         let retry = RetryPolicy::default();
-        assert_eq!(c.lost(at(5), at(10), &retry, LATENCY, |n| n), AfterLost::Behind { look_up: false });
-        assert_eq!(c.lost(at(5), at(10), &retry, LATENCY, |n| n), AfterLost::Behind { look_up: false });
+        assert_eq!(c.lost(at(5), at(100), &retry, LATENCY, |n| n), AfterLost::Behind { look_up: false });
+        assert!(!c.carries(false, false), "behind once: only a stale handle, no reason to carry others");
+        assert_eq!(c.lost(at(5), at(100), &retry, LATENCY, |n| n), AfterLost::Behind { look_up: false });
         assert!(c.speculates(), "behind twice: the next attempt reads while creating");
+        assert!(c.shared() && c.carries(false, false), "and others keep creating versions: it announces and carries");
         assert_eq!(
-            c.lost(at(5), at(10), &retry, LATENCY, |n| n),
+            c.lost(at(5), at(100), &retry, LATENCY, |n| n),
             AfterLost::Behind { look_up: true },
             "the third in a row looks the latest up"
         );
-        assert_eq!(c.lost(at(5), at(10), &retry, LATENCY, |n| n), AfterLost::Behind { look_up: false }, "and counts again from there");
+        assert_eq!(c.lost(at(5), at(100), &retry, LATENCY, |n| n), AfterLost::Behind { look_up: false }, "and counts again from there");
         assert_eq!((c.attempts, c.lost_races), (4, 0), "being behind is not a race lost");
-        assert!(!c.carries(false, false), "nor a reason to carry others");
+    }
+
+    #[test]
+    fn after_a_read_a_winner_built_within_one_attempt_beat_this_writer() {
+        let mut c = Contention::default();
+        let retry = RetryPolicy::default();
+        // The first attempt's base was known when the commit began: a winner built 5 ms
+        // before was there already.
+        assert_eq!(c.lost(at(95), at(100), &retry, LATENCY, |n| n), AfterLost::Behind { look_up: false });
+        // The next base was read; a loaded store's answer may have waited in its queue.
+        assert_eq!(c.lost(at(95), at(100), &retry, LATENCY, |n| n), AfterLost::Race { pause: LATENCY });
+        assert_eq!(c.lost(at(85), at(100), &retry, LATENCY, |n| n), AfterLost::Behind { look_up: false }, "more than one attempt before");
     }
 
     #[test]
@@ -149,11 +231,11 @@ mod tests {
     fn a_race_lost_resets_the_behind_count() {
         let mut c = Contention::default();
         let retry = RetryPolicy::default();
-        c.lost(at(5), at(10), &retry, LATENCY, |n| n);
-        c.lost(at(5), at(10), &retry, LATENCY, |n| n);
-        c.lost(at(20), at(10), &retry, LATENCY, |n| n);
+        c.lost(at(5), at(100), &retry, LATENCY, |n| n);
+        c.lost(at(5), at(100), &retry, LATENCY, |n| n);
+        c.lost(at(200), at(100), &retry, LATENCY, |n| n);
         assert_eq!(c.behind, 0);
-        assert_eq!(c.lost(at(5), at(10), &retry, LATENCY, |n| n), AfterLost::Behind { look_up: false });
+        assert_eq!(c.lost(at(5), at(100), &retry, LATENCY, |n| n), AfterLost::Behind { look_up: false });
     }
 
     #[test]
@@ -164,6 +246,35 @@ mod tests {
         assert_eq!(pauses, [20, 40, 80].map(Duration::from_millis));
         c.won();
         assert_eq!((c.attempts, c.errors, c.lost_races), (4, 3, 0));
+    }
+
+    #[test]
+    fn the_oldest_in_line_never_waits_the_others_take_over_one_at_a_time() {
+        let ms = |ms: u64| Duration::from_millis(ms);
+        let pace = ms(100);
+        let mut first = Waiting::default();
+        assert!(!first.waits(0, ms(0), pace));
+        let (mut second, mut fifth) = (Waiting::default(), Waiting::default());
+        assert!(second.waits(1, ms(0), pace) && fifth.waits(4, ms(0), pace));
+        assert!(second.waits(1, ms(299), pace) && !second.waits(1, ms(300), pace), "the second takes over after 3 paces");
+        assert!(fifth.waits(4, ms(899), pace) && !fifth.waits(4, ms(900), pace), "the fifth after 9");
+        fifth.read(true, true, ms(800));
+        assert!(fifth.waits(4, ms(1600), pace), "the line moved at 800 ms: it waits again");
+        fifth.read(true, false, ms(1700));
+        assert!(!fifth.waits(4, ms(1700), pace), "a version that carried nobody is no progress of the line");
+    }
+
+    #[test]
+    fn a_waiting_writer_reads_an_attempt_apart_and_lists_again_when_the_line_stalls() {
+        let mut w = Waiting::default();
+        assert_eq!(w.pause(LATENCY, |n| n), LATENCY + LATENCY / 2);
+        assert_eq!(w.pause(LATENCY, |_| 0), LATENCY);
+        w.read(false, false, Duration::ZERO);
+        assert!(!w.relists());
+        w.read(false, false, Duration::ZERO);
+        assert!(w.relists(), "the second read in a row that finds nothing");
+        w.read(true, false, Duration::ZERO);
+        assert!(!w.relists());
     }
 
     #[test]

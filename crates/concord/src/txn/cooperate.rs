@@ -73,9 +73,12 @@ pub(crate) async fn mark_withdrawn(store: &TableStore, name: &str) -> Result<(),
     store.put_new(&naming::withdrawal_name(name), bytes::Bytes::from_static(b"{}")).await
 }
 
-/// Removes an announcement and its marker once its owner knows the outcome (best
-/// effort: vacuum removes leftovers).
-pub(crate) async fn retire(store: &TableStore, name: &str) {
+/// Removes an announcement, and its marker if its owner `marked` it, once its owner
+/// knows the outcome (best effort: vacuum removes leftovers).
+pub(crate) async fn retire(store: &TableStore, name: &str, marked: bool) {
+    if !marked {
+        return store.delete_best_effort([name]).await;
+    }
     let withdrawal = naming::withdrawal_name(name);
     // At once: the owner waits for the slower, not the sum.
     futures::join!(store.delete_best_effort([name]), store.delete_best_effort([withdrawal.as_str()]));
@@ -93,31 +96,51 @@ pub(crate) struct Announced {
 /// Announcements (and versions) an includer reads at once.
 const READ_AT_ONCE: usize = 16;
 
-/// The announcements an includer considers: one listing, and a read of each it has not
-/// read before (`own`: ids of its own transactions, skipped).
-pub(crate) async fn announced(store: &TableStore, env: &Env, own: &[Uuid]) -> Result<Announced, StorageError> {
-    let mut out = Announced::default();
-    let now = env.clock.now();
+/// An announcement as a listing names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Listed {
+    pub(crate) name: String,
+    pub(crate) id: Uuid,
+    /// Its owner marked it withdrawn.
+    pub(crate) withdrawn: bool,
+}
+
+/// The announcements, in announcement order: one listing, no read.
+pub(crate) async fn list(store: &TableStore) -> Result<Vec<Listed>, StorageError> {
     let mut names = store.list_dir(naming::ANNOUNCED_DIR).await?;
     names.sort_by(|a, b| a.0.cmp(&b.0));
-    for (name, _) in &names {
-        let Some(id) = naming::announced_id(name) else { continue };
-        if name.ends_with(".withdrawn") {
-            out.withdrawn.insert(id);
-        }
-    }
-    let wanted: Vec<(&str, Uuid)> = names
-        .iter()
+    let withdrawn: HashSet<Uuid> =
+        names.iter().filter(|(n, _)| n.ends_with(".withdrawn")).filter_map(|(n, _)| naming::announced_id(n)).collect();
+    Ok(names
+        .into_iter()
         .filter(|(n, _)| n.ends_with(".json"))
-        .filter_map(|(n, _)| Some((n.as_str(), naming::announced_id(n)?)))
-        .filter(|(_, id)| !own.contains(id))
-        .collect();
+        .filter_map(|(name, _)| {
+            let id = naming::announced_id(&name)?;
+            Some(Listed { name, id, withdrawn: withdrawn.contains(&id) })
+        })
+        .collect())
+}
+
+/// How many announcements in `listed` were made before `own` (a name) and are still
+/// pending: not withdrawn, and not `settled` (found in the chain, or passed over by
+/// versions enough times to be presumed dead or settled before).
+pub(crate) fn ahead(listed: &[Listed], own: &str, settled: impl Fn(Uuid) -> bool) -> usize {
+    listed.iter().take_while(|l| l.name.as_str() < own).filter(|l| !l.withdrawn && !settled(l.id)).count()
+}
+
+/// The announcements an includer considers, of those `listed`: a read of each it has
+/// not read before (`own`: ids of its own transactions, skipped).
+pub(crate) async fn read(store: &TableStore, env: &Env, listed: &[Listed], own: &[Uuid]) -> Result<Announced, StorageError> {
+    let mut out = Announced::default();
+    let now = env.clock.now();
+    out.withdrawn = listed.iter().filter(|l| l.withdrawn).map(|l| l.id).collect();
+    let wanted: Vec<&Listed> = listed.iter().filter(|l| !own.contains(&l.id)).collect();
     // Read several at once (each is read once per handle), kept in name order.
     for chunk in wanted.chunks(READ_AT_ONCE) {
-        let read = futures::future::join_all(chunk.iter().map(|(name, _)| store.read_announcement(name))).await;
-        for ((_, id), announcement) in chunk.iter().zip(read) {
+        let read = futures::future::join_all(chunk.iter().map(|l| store.read_announcement(&l.name))).await;
+        for (listed, announcement) in chunk.iter().zip(read) {
             if let Some(announcement) = announcement? {
-                if announcement.transaction.id == *id && announcement.deadline >= now {
+                if announcement.transaction.id == listed.id && announcement.deadline >= now {
                     out.live.push(announcement);
                 }
             }
@@ -238,12 +261,9 @@ pub(crate) async fn withdraw(
     let withdraw_started = env.clock.monotonic();
     let (mut attempts, mut errors) = (0u32, 0u32);
     // Its attempts are its own creates until now: the withdrawal's are not counted.
-    let own_attempts = member.attempts;
     loop {
-        let ready = member.ready_on(store, env, &base).await;
-        member.attempts = own_attempts;
-        match ready {
-            Ok(Ready::Settled(info)) => return Ok(Outcome::Committed(CommitInfo { attempts: own_attempts, ..info })),
+        match member.ready_on(store, env, &base).await {
+            Ok(Ready::Settled(info)) => return Ok(Outcome::Committed(CommitInfo { attempts: member.attempts.max(1), ..info })),
             Ok(Ready::Withdrawn(version)) => return Ok(Outcome::Failed(commit::withdrawn(member, started, env, version))),
             Ok(Ready::Yes | Ready::JobDone(_)) => {}
             // Decided by the chain (an includer judges it the same way): not carried.

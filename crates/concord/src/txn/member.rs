@@ -28,8 +28,10 @@ pub(crate) struct Member<'a> {
     action: Box<dyn Action>,
     judged: Judged,
     rerun_done: bool,
-    /// Attempts that included it (or judged it, before it settled).
+    /// Attempts that included it (creates of a version holding it, its own writer's).
     pub(crate) attempts: u32,
+    /// Whether its keys were checked in the history before its first base.
+    pub(crate) keys_checked: bool,
     /// How it ended; `None` while it is open (to be committed by a coming attempt).
     pub(crate) outcome: Option<Outcome>,
 }
@@ -82,7 +84,7 @@ pub(crate) enum Follows {
 impl<'a> Member<'a> {
     pub(crate) fn new(txn: &'a PreparedTransaction, opts: &'a CommitOptions, job_key: Option<&'a str>) -> Self {
         let action = action::for_operation(txn.operation.clone());
-        Member { txn, opts, job_key, action, judged: Judged::new(txn), rerun_done: false, attempts: 0, outcome: None }
+        Member { txn, opts, job_key, action, judged: Judged::new(txn), rerun_done: false, attempts: 0, keys_checked: false, outcome: None }
     }
 
     /// The operation as it stands (as prepared, plus what re-runs found).
@@ -103,8 +105,7 @@ impl<'a> Member<'a> {
     /// version, re-runs what winners changed, and says whether it still changes
     /// anything.
     pub(crate) async fn ready_on(&mut self, store: &TableStore, env: &Env, base: &Arc<Manifest>) -> Result<Ready, CommitError> {
-        self.attempts += 1;
-        if self.attempts == 1 {
+        if !std::mem::replace(&mut self.keys_checked, true) {
             // Its keys in the retained history up to the base (winners after it are
             // judged below, their keys too): a retry commits nothing.
             for (key, retry) in self.keys() {
@@ -118,7 +119,7 @@ impl<'a> Member<'a> {
             // Carried by another writer's commit (cooperative commits): its attempts are
             // its own conditional creates until it learned that.
             Some(Ready::Settled(info)) if info.transaction_id == self.txn.id => {
-                return Ok(Ready::Settled(CommitInfo { attempts: self.attempts, ..info }))
+                return Ok(Ready::Settled(CommitInfo { attempts: self.attempts.max(1), ..info }))
             }
             Some(done) => return Ok(done),
             None => {}
@@ -135,7 +136,7 @@ impl<'a> Member<'a> {
         // Judged on the newest version, after re-runs: a delete that matched nothing
         // when prepared may match rows a winner appended.
         if let Some(reason) = self.action.no_change(self.rerun_done) {
-            return Ok(Ready::Settled(CommitInfo::abandoned(base.version, self.txn, self.attempts, self.rerun_done, reason)));
+            return Ok(Ready::Settled(CommitInfo::abandoned(base.version, self.txn, self.attempts.max(1), self.rerun_done, reason)));
         }
         Ok(Ready::Yes)
     }

@@ -18,6 +18,7 @@ pub(crate) mod cooperate;
 pub(crate) mod delete;
 pub(crate) mod group;
 pub(crate) mod keys;
+mod line;
 pub(crate) mod member;
 pub(crate) mod merge;
 mod overwrite;

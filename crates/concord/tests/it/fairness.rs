@@ -180,6 +180,7 @@ fn no_writer_starves_under_contention() {
     let seed: u64 = std::env::var("CONCORD_FAIR_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(7);
     // tokio's timer counts whole milliseconds: latencies are drawn at 10x real scale
     // (local disk 1-3 ms, S3 15-45 ms), so that ties are rare; ratios are what count.
+    let mut broken = Vec::new();
     for (store, latency) in [("local-like", 10_000..30_000), ("s3-like", 150_000..450_000)] {
         for writers in [2u64, 4, 8, 16] {
             let c = contend(seed, writers, 20, latency.clone());
@@ -188,20 +189,16 @@ fn no_writer_starves_under_contention() {
                 c.commits_per_s, c.p50_ms, c.p99_ms, c.max_ms, c.max_ms / c.p50_ms, c.max_attempts, c.versions, c.carried
             );
             assert_eq!(c.commits, (writers * 20) as usize);
-            assert!(
-                c.max_ms <= 10.0 * c.p50_ms,
-                "{store}, {writers} writers: the slowest append took {:.0} ms, p50 {:.0} ms",
-                c.max_ms,
-                c.p50_ms
-            );
+            if c.max_ms > 10.0 * c.p50_ms {
+                broken.push(format!("{store}, {writers} writers: the slowest append took {:.0} ms, p50 {:.0} ms", c.max_ms, c.p50_ms));
+            }
             let bound = 4 * writers;
-            assert!(
-                u64::from(c.max_attempts) <= bound,
-                "{store}, {writers} writers: an append took {} attempts (bound {bound})",
-                c.max_attempts
-            );
+            if u64::from(c.max_attempts) > bound {
+                broken.push(format!("{store}, {writers} writers: an append took {} attempts (bound {bound})", c.max_attempts));
+            }
         }
     }
+    assert!(broken.is_empty(), "{broken:#?}");
 }
 
 #[test]

@@ -9,6 +9,7 @@ mod counting;
 mod replay;
 mod servers;
 
+mod capacity;
 mod concurrency;
 mod conformance;
 mod corpus;

@@ -1,0 +1,264 @@
+//! Writers of different processes on a store of bounded capacity, deterministically:
+//! the store serves one request at a time (each takes `service` of tokio's paused
+//! clock, in arrival order) after a network delay, as the S3 of the benchmarks (moto,
+//! one process) does. There, throughput is requests per transaction: this model
+//! counts them by kind, so that a commit protocol's cost is seen before it is measured
+//! (`scripts/bench-peers` measures it against the real servers).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use concord::store::{LatestLookup, ObjectStoreCoordinator, StoreKind};
+use concord::{Clock, CommitOptions, Env, RandomSource, Schema, StdRandom, Table, TableLocation};
+use futures::stream::BoxStream;
+use futures::StreamExt;
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use object_store::{
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore, ObjectStoreExt, PutMode, PutMultipartOptions,
+    PutOptions, PutPayload, PutResult, Result,
+};
+
+use crate::common::*;
+use crate::fairness::VirtualClock;
+
+/// The store's one server: requests wait their turn, then take `service` each.
+#[derive(Debug)]
+struct Server {
+    queue: tokio::sync::Mutex<()>,
+    service: Duration,
+    delay: Range<u64>,
+    random: StdRandom,
+    /// Requests by kind (`PUT if absent _versions lost`, `GET _announced`...).
+    counts: Mutex<BTreeMap<String, u64>>,
+}
+
+impl Server {
+    /// A request's turn: after the network delay and the requests before it, for its
+    /// service time. The request takes effect while the guard is held.
+    async fn turn(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        let span = self.delay.end - self.delay.start;
+        let micros = self.delay.start + self.random.next_u64() % span.max(1);
+        tokio::time::sleep(Duration::from_micros(micros)).await;
+        let turn = self.queue.lock().await;
+        tokio::time::sleep(self.service).await;
+        turn
+    }
+
+    async fn serve(&self, kind: &str, location: &Path) {
+        let _turn = self.turn().await;
+        self.count(kind, location);
+    }
+
+    fn count(&self, kind: &str, location: &Path) {
+        let folder = location.as_ref().split('/').nth(1).unwrap_or("");
+        let folder = if folder.starts_with('_') { folder } else { "data" };
+        *self.counts.lock().unwrap().entry(format!("{kind} {folder}")).or_default() += 1;
+    }
+}
+
+#[derive(Debug)]
+struct CappedStore {
+    inner: Arc<InMemory>,
+    server: Arc<Server>,
+}
+
+impl fmt::Display for CappedStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("CappedStore")
+    }
+}
+
+#[async_trait]
+impl ObjectStore for CappedStore {
+    async fn put_opts(&self, location: &Path, payload: PutPayload, opts: PutOptions) -> Result<PutResult> {
+        let conditional = matches!(opts.mode, PutMode::Create);
+        let _turn = self.server.turn().await;
+        let out = self.inner.put_opts(location, payload, opts).await;
+        let kind = match (&out, conditional) {
+            (Err(object_store::Error::AlreadyExists { .. }), _) => "PUT-if-absent-lost",
+            (_, true) => "PUT-if-absent",
+            _ => "PUT",
+        };
+        self.server.count(kind, location);
+        out
+    }
+    async fn put_multipart_opts(&self, location: &Path, opts: PutMultipartOptions) -> Result<Box<dyn MultipartUpload>> {
+        self.inner.put_multipart_opts(location, opts).await
+    }
+    async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
+        let _turn = self.server.turn().await;
+        let out = self.inner.get_opts(location, options).await;
+        let kind = if matches!(out, Err(object_store::Error::NotFound { .. })) { "GET-404" } else { "GET" };
+        self.server.count(kind, location);
+        out
+    }
+    async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        self.server.serve("GET", location).await;
+        self.inner.get_ranges(location, ranges).await
+    }
+    fn delete_stream(&self, locations: BoxStream<'static, Result<Path>>) -> BoxStream<'static, Result<Path>> {
+        let server = self.server.clone();
+        let inner = self.inner.clone();
+        locations
+            .then(move |location| {
+                let (server, inner) = (server.clone(), inner.clone());
+                async move {
+                    let location = location?;
+                    server.serve("DELETE", &location).await;
+                    match inner.delete(&location).await {
+                        Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(location),
+                        Err(e) => Err(e),
+                    }
+                }
+            })
+            .boxed()
+    }
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
+        let (server, inner, prefix) = (self.server.clone(), self.inner.clone(), prefix.cloned());
+        futures::stream::once(async move {
+            server.serve("LIST", prefix.as_ref().unwrap_or(&Path::from(""))).await;
+            inner.list(prefix.as_ref())
+        })
+        .flatten()
+        .boxed()
+    }
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
+        self.server.serve("LIST", prefix.unwrap_or(&Path::from(""))).await;
+        self.inner.list_with_delimiter(prefix).await
+    }
+    async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
+        self.server.serve("COPY", to).await;
+        self.inner.copy_opts(from, to, options).await
+    }
+}
+
+/// What one run measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Capacity {
+    pub commits: usize,
+    pub commits_per_s: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    pub max_attempts: u32,
+    /// Appends that failed.
+    pub failed: usize,
+    /// Appends by attempts (1, 2, 3, 4, more).
+    pub by_attempts: [usize; 5],
+    pub versions: u64,
+    pub carried: usize,
+    /// Requests by kind during the appends, and in all.
+    pub requests: BTreeMap<String, u64>,
+    pub total_requests: u64,
+}
+
+impl fmt::Display for Capacity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let per = |n: u64| n as f64 / self.commits as f64;
+        write!(
+            f,
+            "{:.1} commits/s, p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms, worst {} attempts (by attempts {:?}), {} failed, {} versions, {} carried, {:.1} requests/commit:",
+            self.commits_per_s,
+            self.p50_ms,
+            self.p99_ms,
+            self.max_ms,
+            self.max_attempts,
+            self.by_attempts,
+            self.failed,
+            self.versions,
+            self.carried,
+            per(self.total_requests)
+        )?;
+        for (kind, n) in &self.requests {
+            write!(f, " {kind} {:.2};", per(*n))?;
+        }
+        Ok(())
+    }
+}
+
+/// `writers` handles (as processes) append `appends` one-row batches each, back to
+/// back, on a store serving one request per `service`. Deterministic for a seed.
+pub fn capacity(seed: u64, writers: u64, appends: u64, service: Duration) -> Capacity {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
+    runtime.block_on(async move {
+        let clock: Arc<dyn Clock> = Arc::new(VirtualClock { origin: tokio::time::Instant::now() });
+        let server = Arc::new(Server {
+            queue: tokio::sync::Mutex::new(()),
+            service,
+            delay: 1_000..3_000,
+            random: StdRandom::seeded(seed),
+            counts: Mutex::new(BTreeMap::new()),
+        });
+        let store = Arc::new(CappedStore { inner: Arc::new(InMemory::new()), server: server.clone() });
+        let location = |store: Arc<CappedStore>| {
+            let coordinator = Arc::new(ObjectStoreCoordinator::new(store.clone(), Path::from("t"), LatestLookup::OrderedListing));
+            TableLocation::builder("memory://capacity/t", store, Path::from("t"), StoreKind::Memory).coordinator(coordinator).build()
+        };
+        let env = |w: u64| Env { clock: clock.clone(), random: Arc::new(StdRandom::seeded(seed.wrapping_mul(31).wrapping_add(w))) };
+        Table::create(location(store.clone()), env(u64::MAX), Schema::parse(SCHEMA).unwrap()).await.unwrap();
+        server.counts.lock().unwrap().clear();
+        let started = clock.monotonic();
+        let tasks: Vec<_> = (0..writers)
+            .map(|w| {
+                let (location, env, clock) = (location(store.clone()), env(w), clock.clone());
+                tokio::spawn(async move {
+                    let table = Table::open(location, env).await.unwrap();
+                    let mut out = Vec::new();
+                    for i in 0..appends {
+                        let begun = clock.monotonic();
+                        let id = (w * 1_000_000 + i) as i64;
+                        let attempts = match table.append(rows(table.schema(), [id]), &CommitOptions::default()).await {
+                            Ok(info) => Some(info.attempts),
+                            Err(_) => None,
+                        };
+                        out.push((attempts, (clock.monotonic() - begun).as_secs_f64() * 1000.0));
+                    }
+                    out
+                })
+            })
+            .collect();
+        let mut results = Vec::new();
+        for t in tasks {
+            results.extend(t.await.unwrap());
+        }
+        let elapsed = (clock.monotonic() - started).as_secs_f64();
+        let requests = std::mem::take(&mut *server.counts.lock().unwrap());
+        let history = Table::open(location(store.clone()), env(u64::MAX)).await.unwrap().history().await.unwrap();
+        let carried = history.iter().flat_map(|v| &v.transactions).filter(|t| t.carried_by.is_some()).count();
+        let mut latencies: Vec<f64> = results.iter().map(|r| r.1).collect();
+        latencies.sort_by(f64::total_cmp);
+        let pct = |p: f64| latencies[((latencies.len() - 1) as f64 * p).round() as usize];
+        Capacity {
+            commits: results.len(),
+            commits_per_s: results.len() as f64 / elapsed,
+            p50_ms: pct(0.5),
+            p99_ms: pct(0.99),
+            max_ms: *latencies.last().unwrap(),
+            max_attempts: results.iter().filter_map(|r| r.0).max().unwrap_or(0),
+            failed: results.iter().filter(|r| r.0.is_none()).count(),
+            by_attempts: std::array::from_fn(|k| results.iter().filter(|r| r.0.is_some_and(|a| (a as usize).clamp(1, 5) == k + 1)).count()),
+            versions: history.len() as u64 - 1,
+            carried,
+            total_requests: requests.values().sum(),
+            requests,
+        }
+    })
+}
+
+/// 16 processes x 20 appends on a store serving 200 requests/s (moto's figure on this
+/// machine): prints what the protocol costs.
+#[test]
+fn requests_per_commit_at_capacity() {
+    let seed: u64 = std::env::var("CONCORD_CAPACITY_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(7);
+    let writers: u64 = std::env::var("CONCORD_CAPACITY_WRITERS").ok().and_then(|s| s.parse().ok()).unwrap_or(16);
+    let c = capacity(seed, writers, 20, Duration::from_millis(5));
+    eprintln!("{writers} writers x 20 appends, 200 requests/s (seed {seed}): {c}");
+    assert_eq!(c.commits, (writers * 20) as usize);
+    assert_eq!(c.failed, 0);
+}
