@@ -45,7 +45,9 @@ async fn assert_replay(table: &Table, appended: &BTreeMap<uuid::Uuid, Vec<i64>>)
                     let matches = oracle_predicate(predicate.as_deref().unwrap());
                     expected.iter_mut().filter(|(id, _)| matches(**id)).for_each(|(_, s)| *s += 1.0);
                 }
-                Operation::Create | Operation::Compact { .. } => {}
+                // Counted per transaction: a compaction may share a version (group commit).
+                Operation::Compact { .. } => *counts.entry("compact").or_default() += 1,
+                Operation::Create => {}
                 other => panic!("unexpected operation {}", other.name()),
             }
         }
@@ -53,9 +55,6 @@ async fn assert_replay(table: &Table, appended: &BTreeMap<uuid::Uuid, Vec<i64>>)
         assert_eq!(actual, expected, "version {} is not version {} + its {}", info.version, info.version - 1, info.operation);
         previous = actual;
         *counts.entry(if info.rerun { "rerun" } else { "plain" }).or_default() += 1;
-        if info.operation == "compact" {
-            *counts.entry("compact").or_default() += 1;
-        }
     }
     counts
 }
@@ -122,6 +121,10 @@ fn compaction_racing_deletes_and_updates_loses_no_deletion() {
         updater.await.unwrap();
         appended.extend(appender.await.unwrap());
         let (committed, gave_way) = compactor.await.unwrap();
+        // Liveness: racing, every compaction may give way (1 run in 30 did); alone, one
+        // that has small fragments to rewrite commits.
+        let last = table.compact(1_000, &CommitOptions::default()).await.expect("compaction never fails");
+        let committed = committed + usize::from(last.abandoned.is_none());
         let counts = assert_replay(&table, &appended).await;
         eprintln!("compactions committed {committed}, gave way {gave_way}; versions {counts:?}");
         assert!(committed >= 1, "at least one compaction committed");
