@@ -13,8 +13,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use concord::store::{LatestLookup, ObjectStoreCoordinator, StoreKind};
-use concord::{Clock, CommitOptions, Env, RandomSource, Schema, StdRandom, Table, TableLocation};
+use concord::{RandomSource, StdRandom};
 use futures::stream::BoxStream;
 use futures::StreamExt;
 use object_store::memory::InMemory;
@@ -24,8 +23,7 @@ use object_store::{
     PutOptions, PutPayload, PutResult, Result,
 };
 
-use crate::common::*;
-use crate::fairness::VirtualClock;
+use crate::fairness::Race;
 
 /// The store's one server: requests wait their turn, then take `service` each.
 #[derive(Debug)]
@@ -187,7 +185,6 @@ impl fmt::Display for Capacity {
 pub fn capacity(seed: u64, writers: u64, appends: u64, service: Duration) -> Capacity {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
     runtime.block_on(async move {
-        let clock: Arc<dyn Clock> = Arc::new(VirtualClock { origin: tokio::time::Instant::now() });
         let server = Arc::new(Server {
             queue: tokio::sync::Mutex::new(()),
             service,
@@ -196,55 +193,22 @@ pub fn capacity(seed: u64, writers: u64, appends: u64, service: Duration) -> Cap
             counts: Mutex::new(BTreeMap::new()),
         });
         let store = Arc::new(CappedStore { inner: Arc::new(InMemory::new()), server: server.clone() });
-        let location = |store: Arc<CappedStore>| {
-            let coordinator = Arc::new(ObjectStoreCoordinator::new(store.clone(), Path::from("t"), LatestLookup::OrderedListing));
-            TableLocation::builder("memory://capacity/t", store, Path::from("t"), StoreKind::Memory).coordinator(coordinator).build()
-        };
-        let env = |w: u64| Env { clock: clock.clone(), random: Arc::new(StdRandom::seeded(seed.wrapping_mul(31).wrapping_add(w))) };
-        Table::create(location(store.clone()), env(u64::MAX), Schema::parse(SCHEMA).unwrap()).await.unwrap();
-        server.counts.lock().unwrap().clear();
-        let started = clock.monotonic();
-        let tasks: Vec<_> = (0..writers)
-            .map(|w| {
-                let (location, env, clock) = (location(store.clone()), env(w), clock.clone());
-                tokio::spawn(async move {
-                    let table = Table::open(location, env).await.unwrap();
-                    let mut out = Vec::new();
-                    for i in 0..appends {
-                        let begun = clock.monotonic();
-                        let id = (w * 1_000_000 + i) as i64;
-                        let attempts = match table.append(rows(table.schema(), [id]), &CommitOptions::default()).await {
-                            Ok(info) => Some(info.attempts),
-                            Err(_) => None,
-                        };
-                        out.push((attempts, (clock.monotonic() - begun).as_secs_f64() * 1000.0));
-                    }
-                    out
-                })
-            })
-            .collect();
-        let mut results = Vec::new();
-        for t in tasks {
-            results.extend(t.await.unwrap());
-        }
-        let elapsed = (clock.monotonic() - started).as_secs_f64();
+        let race = Race::run(store, "memory://capacity/t", seed, writers, appends, || server.counts.lock().unwrap().clear()).await;
+        // The final history read is not the appends' cost: counted before it.
         let requests = std::mem::take(&mut *server.counts.lock().unwrap());
-        let history = Table::open(location(store.clone()), env(u64::MAX)).await.unwrap().history().await.unwrap();
-        let carried = history.iter().flat_map(|v| &v.transactions).filter(|t| t.carried_by.is_some()).count();
-        let mut latencies: Vec<f64> = results.iter().map(|r| r.1).collect();
-        latencies.sort_by(f64::total_cmp);
-        let pct = |p: f64| latencies[((latencies.len() - 1) as f64 * p).round() as usize];
+        let (p50_ms, p99_ms, max_ms) = race.latencies();
+        let done: Vec<u32> = race.appends.iter().filter_map(|a| a.0).collect();
         Capacity {
-            commits: results.len(),
-            commits_per_s: results.len() as f64 / elapsed,
-            p50_ms: pct(0.5),
-            p99_ms: pct(0.99),
-            max_ms: *latencies.last().unwrap(),
-            max_attempts: results.iter().filter_map(|r| r.0).max().unwrap_or(0),
-            failed: results.iter().filter(|r| r.0.is_none()).count(),
-            by_attempts: std::array::from_fn(|k| results.iter().filter(|r| r.0.is_some_and(|a| (a as usize).clamp(1, 5) == k + 1)).count()),
-            versions: history.len() as u64 - 1,
-            carried,
+            commits: race.appends.len(),
+            commits_per_s: race.commits_per_s(),
+            p50_ms,
+            p99_ms,
+            max_ms,
+            max_attempts: race.max_attempts(),
+            failed: race.appends.len() - done.len(),
+            by_attempts: std::array::from_fn(|k| done.iter().filter(|&&a| (a as usize).clamp(1, 5) == k + 1).count()),
+            versions: race.versions(),
+            carried: race.carried(),
             total_requests: requests.values().sum(),
             requests,
         }

@@ -117,21 +117,35 @@ pub struct Contention {
     pub carried: usize,
 }
 
-/// `writers` handles append `appends` one-row batches each, back to back; every
-/// request takes `latency` microseconds. Deterministic for a seed.
-pub fn contend(seed: u64, writers: u64, appends: u64, latency: Range<u64>) -> Contention {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
-    runtime.block_on(async move {
+/// What a race of appending writers left: each append's attempts (`None`: it failed)
+/// and latency in milliseconds, the elapsed time, and the table's history.
+pub struct Race {
+    pub appends: Vec<(Option<u32>, f64)>,
+    pub elapsed_s: f64,
+    pub history: Vec<concord::VersionInfo>,
+}
+
+impl Race {
+    /// `writers` handles (as processes) on `store` append `appends` one-row batches
+    /// each, back to back, on tokio's paused clock; `created` runs once the table
+    /// exists, before the race. Deterministic for a seed and a deterministic store.
+    pub async fn run<S: ObjectStore>(
+        store: Arc<S>,
+        uri: &'static str,
+        seed: u64,
+        writers: u64,
+        appends: u64,
+        created: impl FnOnce(),
+    ) -> Race {
         let clock: Arc<dyn Clock> = Arc::new(VirtualClock { origin: tokio::time::Instant::now() });
-        let store = Arc::new(SlowStore { inner: InMemory::new(), latency, random: StdRandom::seeded(seed) });
-        let location = |store: Arc<SlowStore>| {
+        let location = |store: Arc<S>| {
             // Ordered listing, as on S3: the memory store lists in key order.
             let coordinator = Arc::new(ObjectStoreCoordinator::new(store.clone(), Path::from("t"), LatestLookup::OrderedListing));
-            TableLocation::builder("memory://fair/t", store, Path::from("t"), StoreKind::Memory).coordinator(coordinator).build()
+            TableLocation::builder(uri, store, Path::from("t"), StoreKind::Memory).coordinator(coordinator).build()
         };
         let env = |w: u64| Env { clock: clock.clone(), random: Arc::new(StdRandom::seeded(seed.wrapping_mul(31).wrapping_add(w))) };
-        let schema = Schema::parse(SCHEMA).unwrap();
-        Table::create(location(store.clone()), env(u64::MAX), schema).await.unwrap();
+        Table::create(location(store.clone()), env(u64::MAX), Schema::parse(SCHEMA).unwrap()).await.unwrap();
+        created();
         let started = clock.monotonic();
         let tasks: Vec<_> = (0..writers)
             .map(|w| {
@@ -142,8 +156,9 @@ pub fn contend(seed: u64, writers: u64, appends: u64, latency: Range<u64>) -> Co
                     for i in 0..appends {
                         let begun = clock.monotonic();
                         let id = (w * 1_000_000 + i) as i64;
-                        let info = table.append(rows(table.schema(), [id]), &CommitOptions::default()).await.unwrap();
-                        out.push((info.attempts, (clock.monotonic() - begun).as_secs_f64() * 1000.0));
+                        let attempts =
+                            table.append(rows(table.schema(), [id]), &CommitOptions::default()).await.ok().map(|info| info.attempts);
+                        out.push((attempts, (clock.monotonic() - begun).as_secs_f64() * 1000.0));
                     }
                     out
                 })
@@ -153,22 +168,51 @@ pub fn contend(seed: u64, writers: u64, appends: u64, latency: Range<u64>) -> Co
         for t in tasks {
             results.extend(t.await.unwrap());
         }
-        let elapsed = (clock.monotonic() - started).as_secs_f64();
-        let history = Table::open(location(store.clone()), env(u64::MAX)).await.unwrap().history().await.unwrap();
-        let carried = history.iter().flat_map(|v| &v.transactions).filter(|t| t.carried_by.is_some()).count();
-        let mut latencies: Vec<f64> = results.iter().map(|r| r.1).collect();
+        let elapsed_s = (clock.monotonic() - started).as_secs_f64();
+        let history = Table::open(location(store), env(u64::MAX)).await.unwrap().history().await.unwrap();
+        Race { appends: results, elapsed_s, history }
+    }
+
+    pub fn commits_per_s(&self) -> f64 {
+        self.appends.len() as f64 / self.elapsed_s
+    }
+    pub fn max_attempts(&self) -> u32 {
+        self.appends.iter().filter_map(|a| a.0).max().unwrap_or(0)
+    }
+    pub fn versions(&self) -> u64 {
+        self.history.len() as u64 - 1
+    }
+    pub fn carried(&self) -> usize {
+        self.history.iter().flat_map(|v| &v.transactions).filter(|t| t.carried_by.is_some()).count()
+    }
+    /// Latency percentiles (p50, p99, max), in milliseconds.
+    pub fn latencies(&self) -> (f64, f64, f64) {
+        let mut latencies: Vec<f64> = self.appends.iter().map(|r| r.1).collect();
         latencies.sort_by(f64::total_cmp);
         let pct = |p: f64| latencies[((latencies.len() - 1) as f64 * p).round() as usize];
+        (pct(0.5), pct(0.99), *latencies.last().unwrap())
+    }
+}
+
+/// `writers` handles append `appends` one-row batches each, back to back; every
+/// request takes `latency` microseconds. Deterministic for a seed.
+pub fn contend(seed: u64, writers: u64, appends: u64, latency: Range<u64>) -> Contention {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
+    runtime.block_on(async move {
+        let store = Arc::new(SlowStore { inner: InMemory::new(), latency, random: StdRandom::seeded(seed) });
+        let race = Race::run(store, "memory://fair/t", seed, writers, appends, || ()).await;
+        assert!(race.appends.iter().all(|a| a.0.is_some()), "an append failed");
+        let (p50_ms, p99_ms, max_ms) = race.latencies();
         Contention {
             writers,
-            commits: results.len(),
-            max_attempts: results.iter().map(|r| r.0).max().unwrap_or(0),
-            p50_ms: pct(0.5),
-            p99_ms: pct(0.99),
-            max_ms: *latencies.last().unwrap(),
-            commits_per_s: results.len() as f64 / elapsed,
-            versions: history.len() as u64 - 1,
-            carried,
+            commits: race.appends.len(),
+            max_attempts: race.max_attempts(),
+            p50_ms,
+            p99_ms,
+            max_ms,
+            commits_per_s: race.commits_per_s(),
+            versions: race.versions(),
+            carried: race.carried(),
         }
     })
 }
