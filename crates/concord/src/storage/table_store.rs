@@ -270,6 +270,11 @@ impl TableStore {
         self.read_manifest_now(version).await
     }
 
+    /// Version `version`'s manifest if this handle holds it (read or created by it).
+    pub(crate) fn cached_manifest(&self, version: u64) -> Option<Arc<Manifest>> {
+        self.manifests.lock().unwrap_or_else(|e| e.into_inner()).get(&version).cloned()
+    }
+
     /// Whether every version in `versions` is in this handle's cache (read or created
     /// by it): judging them costs no request.
     pub(crate) fn holds_manifests(&self, versions: std::ops::Range<u64>) -> bool {
@@ -367,8 +372,12 @@ impl TableStore {
     /// Removes objects this process wrote for a transaction that will not commit.
     /// Best effort: leftovers are unreferenced and removed by cleanup.
     pub(crate) async fn delete_best_effort(&self, relatives: impl IntoIterator<Item = &str>) {
-        for relative in relatives {
-            let _ = self.location.store.delete(&self.path(relative)).await;
+        use futures::StreamExt;
+        // One stream: a store with bulk deletes (S3, Azure) sends one request for all.
+        let paths: Vec<object_store::Result<Path>> = relatives.into_iter().map(|r| Ok(self.path(r))).collect();
+        if paths.is_empty() {
+            return;
         }
+        let _ = self.location.store.delete_stream(futures::stream::iter(paths).boxed()).collect::<Vec<_>>().await;
     }
 }

@@ -77,8 +77,13 @@ pub(crate) async fn commit_batch(
 ) -> Result<Vec<Outcome>, CommitError> {
     let started = env.clock.monotonic();
     let mut announcement = None;
-    let result = commit_rounds(store, env, batch, sharing, started, &mut announcement).await;
-    let Some(Announcing { name, attempts, mut marked }) = announcement else { return result };
+    // The announcements the version this writer created carried: it retires them.
+    let mut carried = Vec::new();
+    let result = commit_rounds(store, env, batch, sharing, started, &mut announcement, &mut carried).await;
+    let Some(Announcing { name, attempts, mut marked }) = announcement else {
+        cooperate::retire(store, &carried, None).await;
+        return result;
+    };
     // Announced (cooperative commits): another writer may carry it until its deadline,
     // so it fails only where the chain decides that. An outcome the chain does not decide
     // (a storage error; an unknown one, but a withdrawal's that did not settle) goes
@@ -109,8 +114,20 @@ pub(crate) async fn commit_batch(
             }
         }
     };
-    cooperate::retire(store, &name, marked).await;
+    // Its own too, unless another writer's version carried it (that writer retires it).
+    if marked || !matches!(&settled, Ok(outcomes) if carried_elsewhere(store, outcomes)) {
+        carried.push(name.clone());
+    }
+    cooperate::retire(store, &carried, marked.then_some(name.as_str())).await;
     settled
+}
+
+/// Whether a lone transaction committed in a version that carried it (known from the
+/// versions this handle holds).
+fn carried_elsewhere(store: &TableStore, outcomes: &[Outcome]) -> bool {
+    let [Outcome::Committed(info)] = outcomes else { return false };
+    let Some(version) = store.cached_manifest(info.version) else { return false };
+    version.transactions.iter().any(|t| t.id == info.transaction_id && t.carried_by.is_some())
 }
 
 /// A lone transaction's announcement (cooperative commits).
@@ -133,6 +150,7 @@ async fn commit_rounds(
     sharing: Sharing<'_>,
     started: Duration,
     announcement: &mut Option<Announcing>,
+    carried: &mut Vec<String>,
 ) -> Result<Vec<Outcome>, CommitError> {
     let job_key = match sharing {
         Sharing::Together { job_key } => job_key,
@@ -226,6 +244,7 @@ async fn commit_rounds(
             bytes: crate::encode::manifest(&manifest),
             transaction_id: members[first].txn.id,
             speculate: contention.speculates() && store.capabilities().read_while_creating,
+            look_ahead: u64::from(carry.as_ref().is_some_and(|c| !c.live.is_empty())),
         };
         let retry = members[first].opts.retry;
         let attempt_started = env.clock.monotonic();
@@ -245,6 +264,7 @@ async fn commit_rounds(
                 let manifest = store.remember(manifest);
                 store.commits.saw_newest(&manifest, env.clock.monotonic());
                 store.after_commit(version).await;
+                *carried = carry.as_ref().map(|c| c.carried_in(&manifest)).unwrap_or_default();
                 for (k, i) in included.iter().enumerate() {
                     members[*i].outcome = Some(Outcome::Committed(CommitInfo::of(&manifest, &manifest.transactions[k])));
                 }
@@ -252,7 +272,14 @@ async fn commit_rounds(
             }
             Attempt::Lost(holder) => {
                 store.commits.saw_newest(&holder, env.clock.monotonic());
+                // A winner that carried others: writers wait in line for this table.
+                if holder.transactions.iter().any(|t| t.carried_by.is_some()) {
+                    store.commits.saw_announcements(env.clock.monotonic());
+                }
                 let after = contention.lost(holder.timestamp, base_learned, &retry, latency, uniform);
+                // The first in line, beaten (by a writer that did not wait): it tries
+                // again at once, carrying what it read, listing nothing.
+                let again = line.lost(&holder, announcement.is_some(), carry);
                 base = holder;
                 base_learned = env.clock.now();
                 match after {
@@ -267,9 +294,7 @@ async fn commit_rounds(
                         }
                         Duration::ZERO
                     }
-                    // The first in line, beaten (by a writer that did not wait): it
-                    // tries again at once, carrying what it read, listing nothing.
-                    AfterLost::Race { .. } if line.lost(&base, announcement.is_some(), carry) => {
+                    AfterLost::Race { .. } if again => {
                         store.commits.saw_contention(env.clock.monotonic(), latency);
                         Duration::ZERO
                     }

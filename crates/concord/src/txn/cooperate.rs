@@ -15,7 +15,7 @@
 //! An announcement past its deadline (its owner's budget plus [`DEADLINE_MARGIN`]) is
 //! never carried: a crashed writer's transaction lands soon or never.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -73,15 +73,14 @@ pub(crate) async fn mark_withdrawn(store: &TableStore, name: &str) -> Result<(),
     store.put_new(&naming::withdrawal_name(name), bytes::Bytes::from_static(b"{}")).await
 }
 
-/// Removes an announcement, and its marker if its owner `marked` it, once its owner
-/// knows the outcome (best effort: vacuum removes leftovers).
-pub(crate) async fn retire(store: &TableStore, name: &str, marked: bool) {
-    if !marked {
-        return store.delete_best_effort([name]).await;
-    }
-    let withdrawal = naming::withdrawal_name(name);
-    // At once: the owner waits for the slower, not the sum.
-    futures::join!(store.delete_best_effort([name]), store.delete_best_effort([withdrawal.as_str()]));
+/// Removes announcements once they are settled, in one request where the store deletes
+/// in bulk (best effort: vacuum removes leftovers): `names`, and the withdrawal marker
+/// of each in `marked`. The owner of an announcement retires it once it knows its
+/// outcome, unless a version carried it: then the writer of that version retires it,
+/// with its own.
+pub(crate) async fn retire(store: &TableStore, names: &[String], marked: Option<&str>) {
+    let withdrawal = marked.map(naming::withdrawal_name);
+    store.delete_best_effort(names.iter().map(String::as_str).chain(withdrawal.as_deref())).await;
 }
 
 /// What the announcements folder holds for an includer, in announcement order.
@@ -91,6 +90,16 @@ pub(crate) struct Announced {
     pub(crate) live: Vec<Arc<Announcement>>,
     /// Transactions whose owners marked them withdrawn.
     pub(crate) withdrawn: HashSet<Uuid>,
+    /// The announcements' names, by transaction.
+    pub(crate) names: HashMap<Uuid, String>,
+}
+
+impl Announced {
+    /// The names of the announcements `version` carried (its writer retires them).
+    pub(crate) fn carried_in(&self, version: &Manifest) -> Vec<String> {
+        let carried = version.transactions.iter().filter(|t| t.carried_by.is_some() && !matches!(t.operation, Operation::Withdraw { .. }));
+        carried.filter_map(|t| self.names.get(&t.id).cloned()).collect()
+    }
 }
 
 /// Announcements (and versions) an includer reads at once.
@@ -141,6 +150,7 @@ pub(crate) async fn read(store: &TableStore, env: &Env, listed: &[Listed], own: 
         for (listed, announcement) in chunk.iter().zip(read) {
             if let Some(announcement) = announcement? {
                 if announcement.transaction.id == listed.id && announcement.deadline >= now {
+                    out.names.insert(listed.id, listed.name.clone());
                     out.live.push(announcement);
                 }
             }
@@ -287,7 +297,8 @@ pub(crate) async fn withdraw(
         let version = manifest.version;
         attempts += 1;
         let attempt_started = env.clock.monotonic();
-        let create = Create { version, bytes: crate::encode::manifest(&manifest), transaction_id: record_id, speculate: false };
+        let create =
+            Create { version, bytes: crate::encode::manifest(&manifest), transaction_id: record_id, speculate: false, look_ahead: 0 };
         let pause = match create_and_settle(store, env, create, &retry, withdraw_started).await? {
             Attempt::Won => {
                 let manifest = store.remember(manifest);

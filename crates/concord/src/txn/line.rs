@@ -148,7 +148,9 @@ impl Line {
         if again {
             self.kept = carried;
         }
-        if holder.transactions.iter().any(|t| t.carried_by.is_some()) {
+        // Others carried, or this announced writer lost again (others may have joined
+        // the line behind it since it found itself alone): it lists again.
+        if leading || holder.transactions.iter().any(|t| t.carried_by.is_some()) {
             self.alone = false;
         }
         again

@@ -36,6 +36,9 @@ pub(crate) struct Create {
     pub(crate) transaction_id: Uuid,
     /// Read the version while creating it (see [`create_and_settle`]).
     pub(crate) speculate: bool,
+    /// With `speculate`, read this many versions after it too (see
+    /// [`create_and_settle`]).
+    pub(crate) look_ahead: u64,
 }
 
 /// Creates the version; on an unclear answer reads it back until it can tell, within
@@ -54,12 +57,13 @@ pub(crate) async fn create_and_settle(
     retry: &RetryPolicy,
     started: Duration,
 ) -> Result<Attempt, CommitError> {
-    let Create { version, bytes, transaction_id, speculate } = create;
-    let (created, early) = if speculate {
-        let (created, read) = futures::join!(store.create_version(version, bytes), store.read_version_bytes(version));
-        (created, read.ok().flatten())
+    let Create { version, bytes, transaction_id, speculate, look_ahead } = create;
+    let (created, early, after) = if speculate {
+        let ahead = futures::future::join_all((version + 1..=version + look_ahead).map(|v| store.read_version_bytes(v)));
+        let (created, read, after) = futures::join!(store.create_version(version, bytes), store.read_version_bytes(version), ahead);
+        (created, read.ok().flatten(), after)
     } else {
-        (store.create_version(version, bytes).await, None)
+        (store.create_version(version, bytes).await, None, Vec::new())
     };
     let cause = match created {
         Ok(CreateOutcome::Created) => return Ok(Attempt::Won),
@@ -74,7 +78,15 @@ pub(crate) async fn create_and_settle(
         if holder.transactions.first().is_some_and(|t| t.id == transaction_id && t.carried_by.is_none()) {
             return Ok(Attempt::Won);
         }
-        Ok(Attempt::Lost(store.remember(holder)))
+        // The versions after the winner, read at once: the next attempt builds on the
+        // newest of them (in a row: the chain has no gaps).
+        let mut holder = store.remember(holder);
+        for (v, found) in (version + 1..).zip(&after) {
+            let Ok(Some(found)) = found else { break };
+            let Ok(next) = crate::decode::manifest(&store.describe_version(v), v, found) else { break };
+            holder = store.remember(next);
+        }
+        Ok(Attempt::Lost(holder))
     };
     // Read while creating: whoever holds the version now holds it for good.
     if let Some(found) = early {

@@ -333,6 +333,8 @@ fn cooperative_commits_carry_lost_appends_unless_the_table_turns_them_off() {
             assert_eq!((appends, latest.count(None).await.unwrap()), (80, 800), "on: {on}");
             let announced = std::fs::read_dir(dir.path().join("t/_announced")).map(|d| d.count()).unwrap_or(0);
             eprintln!("cooperative commits {on}: {} versions for 80 appends, {carried} carried", history.len() - 1);
+            // Retired by their owners, or, when carried, by the writer that carried them.
+            assert_eq!(announced, 0, "on: {on}: every announcement retired");
             if on {
                 assert!(carried > 0, "some lost appends were carried");
             } else {
