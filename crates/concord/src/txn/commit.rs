@@ -244,6 +244,7 @@ async fn commit_rounds(
             bytes: crate::encode::manifest(&manifest),
             transaction_id: members[first].txn.id,
             speculate: contention.speculates() && store.capabilities().read_while_creating,
+            // The first in line reads one version further: its winner may be one ahead.
             look_ahead: u64::from(carry.as_ref().is_some_and(|c| !c.live.is_empty())),
         };
         let retry = members[first].opts.retry;

@@ -73,11 +73,11 @@ pub(crate) async fn mark_withdrawn(store: &TableStore, name: &str) -> Result<(),
     store.put_new(&naming::withdrawal_name(name), bytes::Bytes::from_static(b"{}")).await
 }
 
-/// Removes announcements once they are settled, in one request where the store deletes
-/// in bulk (best effort: vacuum removes leftovers): `names`, and the withdrawal marker
-/// of each in `marked`. The owner of an announcement retires it once it knows its
-/// outcome, unless a version carried it: then the writer of that version retires it,
-/// with its own.
+/// Removes settled announcements, `names`, and the withdrawal marker of the announcement
+/// `marked`, in one request where the store deletes in bulk (best effort: vacuum removes
+/// leftovers). The owner of an announcement retires it once it knows its outcome,
+/// unless a version carried it: then the writer of that version retires it, with its
+/// own.
 pub(crate) async fn retire(store: &TableStore, names: &[String], marked: Option<&str>) {
     let withdrawal = marked.map(naming::withdrawal_name);
     store.delete_best_effort(names.iter().map(String::as_str).chain(withdrawal.as_deref())).await;
