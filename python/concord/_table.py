@@ -335,6 +335,13 @@ class Table:
         is not a plain identifier is given in double quotes (``'"Customer ID"'``)."""
         return self._write("rename_column", {"old": old, "new": new}, options)
 
+    def widen_column(self, name: str, type: str, **options: Unpack[WriteOptions]) -> CommitInfo:
+        """Widens a column's type without rewriting data files (old values read as the
+        wider type): an integer to a wider one (``"int"`` to ``"bigint"``; unsigned also
+        to a wider signed one), ``float`` to ``double``, ``decimal(p, s)`` to
+        ``decimal(q, s)`` with ``q > p``. Anything else raises ``InvalidInputError``."""
+        return self._write("widen_column", {"name": name, "type": type}, options)
+
     def set_properties(
         self, set: Optional[Mapping[str, str]] = None, unset: Optional[Sequence[str]] = None, **options: Unpack[WriteOptions]
     ) -> CommitInfo:
@@ -407,6 +414,10 @@ class Table:
     def stage_rename_column(self, old: str, new: str, **options: Unpack[WriteOptions]) -> str:
         """Prepares ``rename_column`` without committing it; returns the staged id."""
         return self._stage("rename_column", {"old": old, "new": new}, options)
+
+    def stage_widen_column(self, name: str, type: str, **options: Unpack[WriteOptions]) -> str:
+        """Prepares ``widen_column`` without committing it; returns the staged id."""
+        return self._stage("widen_column", {"name": name, "type": type}, options)
 
     def stage_compact(self, target_rows: Optional[int] = None, **options: Unpack[WriteOptions]) -> str:
         """Prepares ``compact`` (rewrites the fragments now) without committing it; returns the staged id."""
@@ -549,10 +560,14 @@ def create(uri: str, schema: Union[pa.Schema, str], storage_options: StorageOpti
 
     ``uri`` is a local path, ``file://...``, ``memory://name`` (this process only),
     ``s3://bucket/prefix``, ``az://container/prefix`` or ``gs://bucket/prefix``.
-    ``schema`` is a ``pyarrow.Schema`` (types map to Concord's: int8-32 to int, int64
-    to bigint, float32 to float, float64 to double, strings to varchar, binaries to
-    binary, dates to date, timestamps to timestamp; non-nullable fields are
-    ``not null``) or the string form ``"id bigint not null, name varchar"``.
+    ``schema`` is a ``pyarrow.Schema`` (each type maps to the Concord type that reads
+    back as it: int8 to tinyint ... uint64 to ubigint, decimal128/256(p, s) to
+    decimal(p, s), fixed_size_binary(n) to fixed(n), pa.uuid() to uuid, time64 to time,
+    timestamp("us"/"ns", tz="UTC") to timestamp/timestamp_ns, zone-less timestamps to
+    timestamp_ntz/timestamp_ntz_ns; large and view strings and binaries, dictionaries,
+    date64 and second or millisecond timestamps to their canonical type; a zone other
+    than UTC raises ``InvalidInputError``; non-nullable fields are ``not null``) or the
+    string form ``"id bigint not null, name varchar"``.
     ``storage_options`` takes object_store's keys (``AWS_ENDPOINT_URL``,
     ``AWS_REGION``, ...; the environment's ``AWS_*``, ``AZURE_*`` and ``GOOGLE_*``
     variables are read too) and ``commit_coordinator`` (``dynamodb://<table>``;

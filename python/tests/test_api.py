@@ -54,9 +54,9 @@ def test_create_with_a_pyarrow_schema_maps_types(local):
     )
     t = concord.create(local.uri(), schema)
     assert t.schema_definition == (
-        "id bigint not null, small int, i int, f float, d double, s varchar, b binary, day date, at timestamp, ok boolean"
+        "id bigint not null, small smallint, i int, f float, d double, s varchar, b binary, day date, at timestamp_ntz_ns, ok boolean"
     )
-    assert t.schema.field("at").type == pa.timestamp("us", tz="UTC")
+    assert t.schema.field("at").type == pa.timestamp("ns")
 
 
 def test_a_pyarrow_type_without_a_concord_type_is_invalid_input(local):

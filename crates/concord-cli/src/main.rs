@@ -289,6 +289,14 @@ enum AlterAction {
         #[command(flatten)]
         write: WriteArgs,
     },
+    /// Widen a column's type without rewriting files: an integer to a wider one, float to double, decimal(p, s) to decimal(q, s) with q > p
+    WidenColumn {
+        name: String,
+        #[arg(value_name = "TYPE")]
+        to: String,
+        #[command(flatten)]
+        write: WriteArgs,
+    },
     /// Set table properties, e.g. isolation=snapshot (the default isolation of writes)
     SetProperty {
         #[arg(required = true, value_name = "KEY=VALUE")]
@@ -321,6 +329,7 @@ impl Command {
                 AlterAction::AddColumn { write, .. }
                 | AlterAction::DropColumn { write, .. }
                 | AlterAction::RenameColumn { write, .. }
+                | AlterAction::WidenColumn { write, .. }
                 | AlterAction::SetProperty { write, .. }
                 | AlterAction::UnsetProperty { write, .. } => write.json,
             },
@@ -336,6 +345,7 @@ impl AlterAction {
             AlterAction::AddColumn { definition, write } => (Write::AddColumn { definition }, write),
             AlterAction::DropColumn { name, write } => (Write::DropColumn { name }, write),
             AlterAction::RenameColumn { old, new, write } => (Write::RenameColumn { from: old, to: new }, write),
+            AlterAction::WidenColumn { name, to, write } => (Write::WidenColumn { name, to }, write),
             AlterAction::SetProperty { assignments, write } => {
                 (Write::SetProperties { set: property_assignments(&assignments)?, unset: Vec::new() }, write)
             }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use arrow::datatypes::{DataType, Schema as ArrowSchema};
+use arrow::datatypes::Schema as ArrowSchema;
 use chrono::{DateTime, Utc};
 use concord::{CommitOptions, IsolationLevel, RetryPolicy, Schema, StoreResolver};
 
@@ -101,24 +101,6 @@ impl Origin {
     }
 }
 
-/// The Concord column type holding values of an Arrow type, for a schema given as a
-/// pyarrow.Schema.
-fn column_type(t: &DataType) -> Option<&'static str> {
-    Some(match t {
-        DataType::Boolean => "boolean",
-        DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::UInt8 | DataType::UInt16 => "int",
-        DataType::Int64 | DataType::UInt32 => "bigint",
-        DataType::Float16 | DataType::Float32 => "float",
-        DataType::Float64 => "double",
-        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "varchar",
-        DataType::Binary | DataType::LargeBinary | DataType::BinaryView | DataType::FixedSizeBinary(_) => "binary",
-        DataType::Date32 | DataType::Date64 => "date",
-        DataType::Timestamp(..) => "timestamp",
-        DataType::Dictionary(_, values) => return column_type(values),
-        _ => return None,
-    })
-}
-
 /// A table schema from an Arrow schema: each field's type mapped to the Concord type
 /// that holds its values, `not null` for non-nullable fields; then parsed and checked
 /// as the string form is.
@@ -126,12 +108,8 @@ pub(crate) fn schema_from_arrow(schema: &ArrowSchema) -> Result<Schema, Error> {
     let mut parts = Vec::with_capacity(schema.fields().len());
     for field in schema.fields() {
         let name = field.name();
-        let Some(sql) = column_type(field.data_type()) else {
-            return Err(Error::Usage(format!(
-                "column '{name}' has Arrow type {}, which no Concord column type holds; supported types: boolean, int, bigint, float, double, varchar, binary, date, timestamp",
-                field.data_type()
-            )));
-        };
+        let sql = concord::ColumnType::from_arrow(field)
+            .map_err(|why| Error::Usage(format!("column '{name}' has Arrow type {}: {why}", field.data_type())))?;
         // Any name, by the one naming rule: quoted, it parses back as itself.
         parts.push(format!("{} {sql}{}", concord::schema::quote_column_name(name), if field.is_nullable() { "" } else { " not null" }));
     }

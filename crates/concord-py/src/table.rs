@@ -40,6 +40,7 @@ fn write_of(kind: &str, args: &Bound<'_, PyDict>) -> PyResult<Write> {
         OperationKind::AddColumn => Write::AddColumn { definition: get("definition")?.extract()? },
         OperationKind::DropColumn => Write::DropColumn { name: get("name")?.extract()? },
         OperationKind::RenameColumn => Write::RenameColumn { from: get("old")?.extract()?, to: get("new")?.extract()? },
+        OperationKind::WidenColumn => Write::WidenColumn { name: get("name")?.extract()?, to: get("type")?.extract()? },
         OperationKind::SetProperties => Write::SetProperties { set: get("set")?.extract()?, unset: get("unset")?.extract()? },
         OperationKind::Compact => Write::Compact { target_rows: get("target_rows")?.extract()? },
         other => return Err(Error::Internal(format!("'{other}' is not a write")).into()),

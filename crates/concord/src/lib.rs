@@ -125,7 +125,7 @@ pub mod time {
 pub mod limits {
     pub use crate::duration::MAX_DURATION_DAYS;
     pub use crate::format::manifest::INLINE_SEGMENT_FRAGMENTS;
-    pub use crate::format::schema::{MAX_COLUMNS, MAX_COLUMN_NAME_BYTES};
+    pub use crate::format::schema::{MAX_COLUMNS, MAX_COLUMN_NAME_BYTES, MAX_DECIMAL128_PRECISION, MAX_DECIMAL_PRECISION};
     pub use crate::io::predicate::{MAX_EXPRESSION_BYTES, MAX_EXPRESSION_OPERATORS};
     pub use crate::storage::MAX_METADATA_BYTES;
     pub use crate::table::{DEFAULT_COMPACT_TARGET_ROWS, MIN_VACUUM_RETENTION};

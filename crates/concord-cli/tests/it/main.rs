@@ -24,5 +24,6 @@ mod processes;
 mod second_look;
 mod sql;
 mod stress;
+mod types;
 mod vacuum;
 mod values;

@@ -97,8 +97,8 @@ fn messages_name_the_real_cause() {
     write_parquet(&parquet, &batch);
     ok(&["append", &t.uri, parquet.to_str().unwrap()]);
     assert_mentions(
-        &fails(&["create", &t.dir.path().join("u").to_string_lossy(), "--schema", "amt decimal(10,2)"], 2),
-        &["'decimal(10,2)'"],
+        &fails(&["create", &t.dir.path().join("u").to_string_lossy(), "--schema", "amt decimal(80,2)"], 2),
+        &["'decimal(80,2)'", "precision is from 1 to 76"],
     );
     let no_key = t.file("m.csv", "name\nx\n");
     assert_mentions(&fails(&["merge", &t.uri, &no_key, "--on", "id"], 2), &["merge key column 'id'", "not in the source"]);

@@ -444,6 +444,16 @@ pub enum AlterError {
     /// The column named is none, or ambiguous.
     #[error(transparent)]
     Column(#[from] ColumnNameError),
+    /// A type change that is not a widening (`alter widen-column`).
+    #[error("column '{name}' is {from}, which does not widen to {to} without rewriting its files; widenings: an integer to a wider one (tinyint, smallint, int, bigint; unsigned ones also to a wider signed one), float to double, decimal(p, s) to decimal(q, s) with q > p")]
+    NotWider {
+        /// The column.
+        name: String,
+        /// Its type.
+        from: ColumnType,
+        /// The type asked for.
+        to: ColumnType,
+    },
     /// Dropping the last column.
     #[error("'{name}' is the table's last column; a table needs at least one (add another first)")]
     LastColumn {

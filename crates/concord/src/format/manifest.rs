@@ -12,10 +12,22 @@ use uuid::Uuid;
 
 use super::schema::Schema;
 
-/// Version of the on-disk format written by this library. Format 2 (FORMAT.md §4, §5, §12):
-/// small segments inline in the root, and a list of transactions per version; format
-/// 1 roots (one `transaction`, every segment an object) are read as well.
-pub const FORMAT_VERSION: u32 = 2;
+/// Newest on-disk format this library reads and writes. Format 2 (FORMAT.md §4, §5,
+/// §12): small segments inline in the root, and a list of transactions per version;
+/// format 1 roots (one `transaction`, every segment an object) are read as well.
+/// Format 3 (§7) adds column types beyond format 2's nine; a version is written in
+/// format 3 only if its schema has one ([`format_for`]).
+pub const FORMAT_VERSION: u32 = 3;
+
+/// The format a version with `schema` is written in: the oldest that holds its types,
+/// so a table of format 2's types stays readable by format 2 readers.
+pub(crate) fn format_for(schema: &Schema) -> u32 {
+    if schema.fields.iter().all(|f| f.column_type.in_format_2()) {
+        2
+    } else {
+        FORMAT_VERSION
+    }
+}
 
 /// Table property naming the default isolation level.
 pub const PROPERTY_ISOLATION: &str = "isolation";
@@ -354,6 +366,18 @@ pub enum Operation {
         /// Its new name.
         to: String,
     },
+    /// Widens a column's type (`int` to `bigint`, ...: [`ColumnType::widens_to`]); data
+    /// files are untouched, their values read as the wider type.
+    WidenColumn {
+        /// The column's field id.
+        field_id: u32,
+        /// Its name when prepared.
+        name: String,
+        /// Its type when prepared.
+        from: super::schema::ColumnType,
+        /// Its new type.
+        to: super::schema::ColumnType,
+    },
     /// Sets and removes table properties (e.g. `isolation`).
     SetProperties {
         /// Properties set.
@@ -401,6 +425,8 @@ pub enum OperationKind {
     DropColumn,
     /// Renames a column.
     RenameColumn,
+    /// Widens a column's type.
+    WidenColumn,
     /// Sets or removes table properties.
     SetProperties,
     /// Rewrites fragments.
@@ -411,7 +437,7 @@ pub enum OperationKind {
 
 impl OperationKind {
     /// Every kind.
-    pub const ALL: [OperationKind; 13] = [
+    pub const ALL: [OperationKind; 14] = [
         OperationKind::Create,
         OperationKind::Append,
         OperationKind::Overwrite,
@@ -422,6 +448,7 @@ impl OperationKind {
         OperationKind::AddColumn,
         OperationKind::DropColumn,
         OperationKind::RenameColumn,
+        OperationKind::WidenColumn,
         OperationKind::SetProperties,
         OperationKind::Compact,
         OperationKind::Withdraw,
@@ -440,6 +467,7 @@ impl OperationKind {
             OperationKind::AddColumn => "add_column",
             OperationKind::DropColumn => "drop_column",
             OperationKind::RenameColumn => "rename_column",
+            OperationKind::WidenColumn => "widen_column",
             OperationKind::SetProperties => "set_properties",
             OperationKind::Compact => "compact",
             OperationKind::Withdraw => "withdraw",
@@ -473,6 +501,7 @@ impl Operation {
             Operation::AddColumn { .. } => OperationKind::AddColumn,
             Operation::DropColumn { .. } => OperationKind::DropColumn,
             Operation::RenameColumn { .. } => OperationKind::RenameColumn,
+            Operation::WidenColumn { .. } => OperationKind::WidenColumn,
             Operation::SetProperties { .. } => OperationKind::SetProperties,
             Operation::Compact { .. } => OperationKind::Compact,
             Operation::Withdraw { .. } => OperationKind::Withdraw,
@@ -499,6 +528,7 @@ impl Operation {
             | Operation::AddColumn { .. }
             | Operation::DropColumn { .. }
             | Operation::RenameColumn { .. }
+            | Operation::WidenColumn { .. }
             | Operation::SetProperties { .. }
             | Operation::Withdraw { .. }
             | Operation::Compact { .. } => 0,
@@ -668,6 +698,7 @@ impl Operation {
             | Operation::AddColumn { .. }
             | Operation::DropColumn { .. }
             | Operation::RenameColumn { .. }
+            | Operation::WidenColumn { .. }
             | Operation::SetProperties { .. }
             | Operation::Withdraw { .. } => Vec::new(),
         }

@@ -7,3 +7,4 @@ pub(crate) mod naming;
 pub(crate) mod schema;
 pub(crate) mod segments;
 pub(crate) mod staged;
+pub(crate) mod types;

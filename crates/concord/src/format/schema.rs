@@ -3,114 +3,18 @@
 //! Invariant: a field id is never reused within a table, so a data file's columns are
 //! matched to the schema by id, never by name or position.
 
-use std::collections::HashMap;
-use std::fmt;
-use std::str::FromStr;
 use std::sync::Arc;
 
 use arrow::array::{new_null_array, Array, ArrayRef, StringArray};
 use arrow::compute::cast;
-use arrow::datatypes::{DataType as ArrowType, Field as ArrowField, Schema as ArrowSchema, SchemaRef, TimeUnit};
+use arrow::datatypes::{Schema as ArrowSchema, SchemaRef};
 use serde::{Deserialize, Serialize};
+
+use super::types::SUPPORTED_TYPES;
+pub use super::types::{ColumnType, MAX_DECIMAL128_PRECISION, MAX_DECIMAL_PRECISION};
 
 /// Metadata key under which Parquet stores a column's field id.
 pub(crate) const PARQUET_FIELD_ID_KEY: &str = "PARQUET:field_id";
-
-/// Column types, spelled as SQL names in manifests and on the command line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-#[non_exhaustive]
-pub enum ColumnType {
-    /// `boolean`.
-    Boolean,
-    /// `int`: 32-bit integers.
-    Int,
-    /// `bigint`: 64-bit integers.
-    Bigint,
-    /// `float`: 32-bit floating point.
-    Float,
-    /// `double`: 64-bit floating point.
-    Double,
-    /// `varchar`: UTF-8 text.
-    Varchar,
-    /// `binary`: bytes.
-    Binary,
-    /// `date`: days.
-    Date,
-    /// Microseconds since the epoch, UTC.
-    Timestamp,
-}
-
-impl ColumnType {
-    /// Every type.
-    pub const ALL: [ColumnType; 9] = [
-        ColumnType::Boolean,
-        ColumnType::Int,
-        ColumnType::Bigint,
-        ColumnType::Float,
-        ColumnType::Double,
-        ColumnType::Varchar,
-        ColumnType::Binary,
-        ColumnType::Date,
-        ColumnType::Timestamp,
-    ];
-
-    /// The SQL name (as in schemas and messages).
-    pub fn sql_name(self) -> &'static str {
-        match self {
-            ColumnType::Boolean => "boolean",
-            ColumnType::Int => "int",
-            ColumnType::Bigint => "bigint",
-            ColumnType::Float => "float",
-            ColumnType::Double => "double",
-            ColumnType::Varchar => "varchar",
-            ColumnType::Binary => "binary",
-            ColumnType::Date => "date",
-            ColumnType::Timestamp => "timestamp",
-        }
-    }
-
-    /// The Arrow type of its values.
-    pub fn arrow_type(self) -> ArrowType {
-        match self {
-            ColumnType::Boolean => ArrowType::Boolean,
-            ColumnType::Int => ArrowType::Int32,
-            ColumnType::Bigint => ArrowType::Int64,
-            ColumnType::Float => ArrowType::Float32,
-            ColumnType::Double => ArrowType::Float64,
-            ColumnType::Varchar => ArrowType::Utf8,
-            ColumnType::Binary => ArrowType::Binary,
-            ColumnType::Date => ArrowType::Date32,
-            ColumnType::Timestamp => ArrowType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
-        }
-    }
-}
-
-impl fmt::Display for ColumnType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.sql_name())
-    }
-}
-
-impl FromStr for ColumnType {
-    type Err = SchemaParseError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let lower = s.trim().to_ascii_lowercase();
-        let t = match lower.as_str() {
-            "boolean" | "bool" => ColumnType::Boolean,
-            "int" | "integer" | "int4" => ColumnType::Int,
-            "bigint" | "long" | "int8" => ColumnType::Bigint,
-            "float" | "real" | "float4" => ColumnType::Float,
-            "double" | "double precision" | "float8" => ColumnType::Double,
-            "varchar" | "string" | "text" => ColumnType::Varchar,
-            "binary" | "bytea" | "varbinary" => ColumnType::Binary,
-            "date" => ColumnType::Date,
-            "timestamp" | "timestamptz" => ColumnType::Timestamp,
-            _ => return Err(SchemaParseError::UnknownType { type_name: s.trim().to_string() }),
-        };
-        Ok(t)
-    }
-}
 
 /// A column of a table.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -128,6 +32,10 @@ pub struct Field {
     /// it), as text castable to the column type; `None` reads as NULL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<String>,
+    /// The type the column had before it was first widened (`alter widen-column`);
+    /// `None` if it never was. Files written before hold values of an older type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub widened_from: Option<ColumnType>,
 }
 
 impl Field {
@@ -174,10 +82,18 @@ pub enum SchemaParseError {
         definition: String,
     },
     /// A type Concord does not have.
-    #[error("unknown column type '{type_name}'; supported types: boolean, int, bigint, float, double, varchar, binary, date, timestamp")]
+    #[error("unknown column type '{type_name}'; supported types: {}", SUPPORTED_TYPES)]
     UnknownType {
         /// The type as given.
         type_name: String,
+    },
+    /// A parameterised type with bad parameters (`decimal(80, 2)`, `fixed(0)`).
+    #[error("column type '{type_name}': {why}")]
+    BadTypeParameters {
+        /// The type as given.
+        type_name: String,
+        /// What is wrong.
+        why: String,
     },
     /// Two columns of one name.
     #[error("column '{name}' is defined twice")]
@@ -423,7 +339,14 @@ impl Schema {
             if !names.insert(spec.name.clone()) {
                 return Err(SchemaParseError::DuplicateColumn { name: spec.name });
             }
-            fields.push(Field { id: idx as u32, name: spec.name, column_type: spec.column_type, nullable: spec.nullable, default: None });
+            fields.push(Field {
+                id: idx as u32,
+                name: spec.name,
+                column_type: spec.column_type,
+                nullable: spec.nullable,
+                default: None,
+                widened_from: None,
+            });
         }
         if fields.is_empty() {
             return Err(SchemaParseError::Empty);
@@ -472,9 +395,7 @@ impl Schema {
 
     /// The Arrow schema of scans (current names, no field-id metadata).
     pub fn arrow_schema(&self) -> SchemaRef {
-        Arc::new(ArrowSchema::new(
-            self.fields.iter().map(|f| ArrowField::new(&f.name, f.column_type.arrow_type(), f.nullable)).collect::<Vec<_>>(),
-        ))
+        Arc::new(ArrowSchema::new(self.fields.iter().map(|f| f.column_type.arrow_field(&f.name, f.nullable)).collect::<Vec<_>>()))
     }
 
     /// The Arrow schema written to data files: carries each column's field id.
@@ -483,8 +404,10 @@ impl Schema {
             self.fields
                 .iter()
                 .map(|f| {
-                    ArrowField::new(&f.name, f.column_type.arrow_type(), f.nullable)
-                        .with_metadata(HashMap::from([(PARQUET_FIELD_ID_KEY.to_string(), f.id.to_string())]))
+                    let field = f.column_type.arrow_field(&f.name, f.nullable);
+                    let mut metadata = field.metadata().clone();
+                    metadata.insert(PARQUET_FIELD_ID_KEY.to_string(), f.id.to_string());
+                    field.with_metadata(metadata)
                 })
                 .collect::<Vec<_>>(),
         ))
@@ -559,6 +482,7 @@ mod tests {
             column_type: ColumnType::Timestamp,
             nullable: true,
             default: Some("2024-01-02T03:04:05Z".into()),
+            widened_from: None,
         };
         let a = f.default_array(3);
         assert_eq!((a.len(), a.null_count()), (3, 0));

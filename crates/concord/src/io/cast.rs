@@ -133,8 +133,36 @@ fn relabel(input: &ArrayRef, zone: Option<Arc<str>>) -> ArrayRef {
 }
 
 /// Text more precise than the column: sub-microsecond digits for a microsecond
-/// timestamp, a time of day other than midnight for a date. (Parsing would drop them.)
+/// timestamp or time, a time of day other than midnight for a date, more fractional
+/// digits than a decimal's scale (parsing would drop them); and a zone (or offset) on
+/// text for a zone-less timestamp column (a wall clock has no zone to convert from).
 fn check_text_precision(text: &StringArray, target: &DataType) -> Result<(), CastFailure> {
+    let refuse = |row: usize, value: &str| Err(CastFailure::Value { row, value: value.to_string() });
+    if let DataType::Decimal128(_, scale) | DataType::Decimal256(_, scale) = target {
+        for (row, value) in text.iter().enumerate() {
+            if let Some(value) = value.map(str::trim) {
+                if fractional_digits(value).is_some_and(|digits| digits > i64::from(*scale)) {
+                    return refuse(row, value);
+                }
+            }
+        }
+        return Ok(());
+    }
+    if let DataType::Time64(TimeUnit::Microsecond) = target {
+        for (row, value) in text.iter().enumerate() {
+            let Some(value) = value.map(str::trim) else { continue };
+            let Some(fraction) = value.split_once('.').map(|(_, f)| f) else { continue };
+            if fraction.trim_end_matches('0').len() > 6 {
+                return refuse(row, value);
+            }
+        }
+        return Ok(());
+    }
+    if let DataType::Timestamp(_, None) = target {
+        if let Some(row) = (0..text.len()).find(|&i| text.is_valid(i) && has_zone(text.value(i).trim())) {
+            return refuse(row, text.value(row).trim());
+        }
+    }
     let divisor: u32 = match target {
         DataType::Timestamp(TimeUnit::Second, _) => 1_000_000_000,
         DataType::Timestamp(TimeUnit::Millisecond, _) => 1_000_000,
@@ -154,10 +182,32 @@ fn check_text_precision(text: &StringArray, target: &DataType) -> Result<(), Cas
             d => chrono::Timelike::nanosecond(&at) % d == 0,
         };
         if !exact {
-            return Err(CastFailure::Value { row, value: value.to_string() });
+            return refuse(row, value);
         }
     }
     Ok(())
+}
+
+/// The digits a decimal number written as text has after its point, ignoring trailing
+/// zeros and counting its exponent (`1.50` 1, `1.5e-3` 4, `15e1` 0); `None` if it is
+/// not a number (the cast refuses it).
+fn fractional_digits(text: &str) -> Option<i64> {
+    let unsigned = text.strip_prefix(['+', '-']).unwrap_or(text);
+    let (mantissa, exponent) = match unsigned.find(['e', 'E']) {
+        Some(at) => (&unsigned[..at], unsigned[at + 1..].parse::<i64>().ok()?),
+        None => (unsigned, 0),
+    };
+    let fraction = mantissa.split_once('.').map_or("", |(_, f)| f);
+    if !mantissa.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return None;
+    }
+    Some((fraction.trim_end_matches('0').len() as i64 - exponent).max(0))
+}
+
+/// Whether date-time text carries a zone or offset (`Z`, `+02:00`, `-0500`).
+fn has_zone(text: &str) -> bool {
+    let Some(time) = text.get(10..) else { return false };
+    time.ends_with(['Z', 'z']) || time.contains('+') || time.contains('-') || time.to_ascii_uppercase().ends_with("UTC")
 }
 
 /// The first present value that became NULL.
@@ -211,7 +261,9 @@ fn may_round(from: &DataType, to: &DataType) -> bool {
     let fractional = matches!(from, Float16 | Float32 | Float64 | Decimal32(..) | Decimal64(..) | Decimal128(..) | Decimal256(..));
     let into_float = matches!(to, Float16 | Float32 | Float64);
     match (from, to) {
-        (Timestamp(a, _), Timestamp(b, _)) => unit_nanos(*a) < unit_nanos(*b),
+        (Timestamp(a, _), Timestamp(b, _)) | (Time32(a) | Time64(a), Time32(b) | Time64(b)) => unit_nanos(*a) < unit_nanos(*b),
+        (Decimal32(_, a) | Decimal64(_, a) | Decimal128(_, a) | Decimal256(_, a), Decimal128(_, b) | Decimal256(_, b)) => a > b,
+        (Float16 | Float32 | Float64, Decimal128(..) | Decimal256(..)) => true,
         (Timestamp(..) | Date64, Date32) => true,
         (Float16 | Float32, Float32 | Float64) => false,
         _ => (fractional && to.is_integer()) || (into_float && (from.is_integer() || fractional)),
@@ -272,12 +324,24 @@ fn assignable(from: &DataType, to: &DataType) -> bool {
         _ => match to {
             DataType::Boolean => text || matches!(from, DataType::Boolean),
             DataType::Utf8 => text || number || is_temporal(from) || matches!(from, DataType::Boolean) || is_binary(from),
-            DataType::Binary => text || is_binary(from),
+            DataType::Binary | DataType::FixedSizeBinary(_) => text || is_binary(from),
+            DataType::Timestamp(_, None) => text || zoneless(from),
             DataType::Date32 | DataType::Timestamp(..) => text || is_temporal(from),
+            DataType::Time64(_) => text || is_time(from),
             to if to.is_numeric() => text || number,
             _ => false,
         },
     }
+}
+
+fn is_time(t: &DataType) -> bool {
+    matches!(t, DataType::Time32(_) | DataType::Time64(_))
+}
+
+/// Dates and timestamps without a zone: what a zone-less (wall clock) column takes. A
+/// zoned instant has no wall clock until a zone is chosen, so it is refused.
+fn zoneless(t: &DataType) -> bool {
+    matches!(t, DataType::Date32 | DataType::Date64 | DataType::Timestamp(_, None))
 }
 
 /// Which typed input (Parquet, Arrow) a column of Arrow type `to` accepts: values of
@@ -289,8 +353,10 @@ fn same_kind(from: &DataType, to: &DataType) -> bool {
         _ => match to {
             DataType::Boolean => matches!(from, DataType::Boolean),
             DataType::Utf8 => is_text(from),
-            DataType::Binary => is_binary(from),
+            DataType::Binary | DataType::FixedSizeBinary(_) => is_binary(from),
+            DataType::Timestamp(_, None) => zoneless(from),
             DataType::Date32 | DataType::Timestamp(..) => is_temporal(from),
+            DataType::Time64(_) => is_time(from),
             to if to.is_numeric() => from.is_numeric(),
             _ => false,
         },
@@ -427,6 +493,32 @@ mod tests {
         assert_eq!(to_column(&tenth, ColumnType::Float, Source::Typed), Err(CastFailure::Value { row: 1, value: "0.123456789".into() }));
         let narrow = Arc::new(Float32Array::from(vec![0.1f32])) as ArrayRef;
         assert!(to_column(&narrow, ColumnType::Double, Source::Typed).is_ok());
+    }
+
+    #[test]
+    fn new_types_keep_every_digit_or_refuse() {
+        let money = ColumnType::Decimal { precision: 5, scale: 2 };
+        assert_eq!(value(text("123.45"), money), Ok("123.45".into()));
+        assert_eq!(value(text("1.2300"), money), Ok("1.23".into()));
+        assert_eq!(value(text("1.234"), money), bad(0, "1.234"));
+        assert_eq!(value(text("1234.5"), money), bad(0, "1234.5"));
+        assert_eq!(value(text("1.5e-3"), money), bad(0, "1.5e-3"));
+        let float = Arc::new(Float64Array::from(vec![0.1, 0.125])) as ArrayRef;
+        assert_eq!(to_column(&float, money, Source::Typed), Err(CastFailure::Value { row: 1, value: "0.125".into() }));
+        assert_eq!(value(text("-1"), ColumnType::Uint), bad(0, "-1"));
+        assert_eq!(value(text("255"), ColumnType::Utinyint), Ok("255".into()));
+        assert_eq!(value(text("256"), ColumnType::Utinyint), bad(0, "256"));
+        assert_eq!(value(text("10:30:00.123456"), ColumnType::Time), Ok("10:30:00.123456".into()));
+        assert_eq!(value(text("10:30:00.1234567"), ColumnType::Time), bad(0, "10:30:00.1234567"));
+        // A wall clock takes zone-less text and timestamps; a zoned one has no wall clock.
+        assert_eq!(value(text("2024-01-01T10:00:00"), ColumnType::TimestampNtz), Ok("2024-01-01T10:00:00".into()));
+        assert_eq!(value(text("2024-01-01T10:00:00Z"), ColumnType::TimestampNtz), bad(0, "2024-01-01T10:00:00Z"));
+        assert_eq!(value(text("2024-01-01T10:00:00+02:00"), ColumnType::TimestampNtz), bad(0, "2024-01-01T10:00:00+02:00"));
+        let utc = Arc::new(TimestampMicrosecondArray::from(vec![0]).with_timezone("UTC")) as ArrayRef;
+        assert_eq!(to_column(&utc, ColumnType::TimestampNtz, Source::Typed), Err(CastFailure::Type { found: "timestamp".into() }));
+        let nanos = Arc::new(TimestampNanosecondArray::from(vec![1_700_000_000_123_456_789])) as ArrayRef;
+        assert!(to_column(&nanos, ColumnType::TimestampNtzNs, Source::Typed).is_ok());
+        assert_eq!(value(text("2023-11-14T22:13:20.123456789Z"), ColumnType::TimestampNs), Ok("2023-11-14T22:13:20.123456789Z".into()));
     }
 
     #[test]

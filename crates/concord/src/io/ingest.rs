@@ -144,7 +144,7 @@ impl<'a> Ctx<'a> {
         InputError::TypeMismatch {
             file: self.file.to_string(),
             column: column.to_string(),
-            expected: expected.sql_name().to_string(),
+            expected: expected.sql_name(),
             found: found.into(),
         }
     }
@@ -239,14 +239,24 @@ impl<'a> Ctx<'a> {
         line_of: &dyn Fn(usize) -> u64,
     ) -> Result<ArrayRef, InputError> {
         let hex: ArrayRef;
-        let input = match (self.source, field.column_type) {
-            (Source::Any, ColumnType::Binary) if input.data_type() == &DataType::Utf8 => {
-                hex = Arc::new(csv_fields::unhex(input.as_string::<i32>()).map_err(|row| InputError::InvalidValue {
+        let bytes = matches!(field.column_type, ColumnType::Binary | ColumnType::Fixed(_) | ColumnType::Uuid);
+        let input = match self.source {
+            Source::Any if bytes && input.data_type() == &DataType::Utf8 => {
+                let text = input.as_string::<i32>();
+                // A UUID may be written with its hyphens (8-4-4-4-12).
+                let dehyphenated: StringArray;
+                let text = if field.column_type == ColumnType::Uuid {
+                    dehyphenated = text.iter().map(|v| v.map(|v| v.replace('-', ""))).collect();
+                    &dehyphenated
+                } else {
+                    text
+                };
+                hex = Arc::new(csv_fields::unhex(text).map_err(|row| InputError::InvalidValue {
                     file: self.file.to_string(),
                     line: line_of(first_row + row),
                     column: field.name.clone(),
                     value: input.as_string::<i32>().value(row).to_string(),
-                    expected: "binary value in hex (two hex digits a byte, e.g. 616263 for 'abc')".into(),
+                    expected: format!("{} value in hex (two hex digits a byte, e.g. 616263 for 'abc')", field.column_type),
                 })?);
                 &hex
             }
@@ -259,7 +269,7 @@ impl<'a> Ctx<'a> {
                 line: line_of(first_row + row),
                 column: field.name.clone(),
                 value,
-                expected: field.column_type.sql_name().to_string(),
+                expected: field.column_type.sql_name(),
             },
         })
     }
@@ -340,16 +350,19 @@ fn read_json(path: &Path, ctx: &mut Ctx<'_>, sink: &mut Sink<'_>) -> Result<(), 
     let mut records = lines(ctx)?.filter(|(_, t)| t.as_ref().map_or(true, |t| !t.trim().is_empty())).peekable();
     while let Some((line, text)) = records.next() {
         let text = text.map_err(|source| InputError::Io { file: ctx.file.to_string(), source })?;
-        let record: serde_json::Map<String, serde_json::Value> =
+        // Raw values: a number's text as written (a decimal keeps every digit).
+        let record: std::collections::HashMap<String, Box<serde_json::value::RawValue>> =
             serde_json::from_str(&text).map_err(|e| ctx.unparsable(format!("line {line}: {}", json_error(&e))))?;
         for (k, key) in keys.iter().enumerate() {
-            let cell = match record.get(key) {
-                None | Some(serde_json::Value::Null) => None,
-                Some(value) => Some(kinds[k].text(value).ok_or_else(|| InputError::InvalidValue {
+            let raw = record.get(key).map(|r| r.get());
+            let value = raw.map(json_value).transpose().map_err(|e| ctx.unparsable(format!("line {line}: {}", json_error(&e))))?;
+            let cell = match (&value, raw) {
+                (None | Some(serde_json::Value::Null), _) | (_, None) => None,
+                (Some(value), Some(raw)) => Some(kinds[k].text(value, raw).ok_or_else(|| InputError::InvalidValue {
                     file: ctx.file.to_string(),
                     line,
                     column: ctx.names[k].clone(),
-                    value: value.to_string(),
+                    value: raw.to_string(),
                     expected: kinds[k].expected(ctx.column(&ctx.names[k]).column_type, value),
                 })?),
             };
@@ -370,6 +383,15 @@ fn read_json(path: &Path, ctx: &mut Ctx<'_>, sink: &mut Sink<'_>) -> Result<(), 
     Ok(())
 }
 
+/// A raw JSON value, parsed unless it is a number: a number stands for its text (the
+/// one rule then reads it, so `1e400` is refused as out of range, not as bad JSON).
+fn json_value(raw: &str) -> Result<serde_json::Value, serde_json::Error> {
+    if raw.trim_start().starts_with(|c: char| c == '-' || c.is_ascii_digit()) {
+        return Ok(serde_json::Value::Number(0.into()));
+    }
+    serde_json::from_str(raw)
+}
+
 /// serde_json's message without its own position (the line is named by the caller;
 /// the column is kept).
 fn json_error(e: &serde_json::Error) -> String {
@@ -383,7 +405,12 @@ fn json_error(e: &serde_json::Error) -> String {
 /// The JSON kind of value a column takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum JsonKind {
-    Number { float: bool },
+    Number {
+        float: bool,
+    },
+    /// A number, or a string of one (JSON readers that hold numbers as doubles would
+    /// round a long decimal: writing it as a string keeps it exact).
+    Decimal,
     Text,
     Boolean,
 }
@@ -391,17 +418,20 @@ enum JsonKind {
 impl JsonKind {
     fn of(column: ColumnType) -> Self {
         match column {
-            ColumnType::Int | ColumnType::Bigint => JsonKind::Number { float: false },
+            ColumnType::Decimal { .. } => JsonKind::Decimal,
+            t if t.is_integer() => JsonKind::Number { float: false },
             ColumnType::Float | ColumnType::Double => JsonKind::Number { float: true },
             ColumnType::Boolean => JsonKind::Boolean,
             _ => JsonKind::Text,
         }
     }
 
-    /// A value of this kind as the text the one rule converts (numbers as written).
-    fn text(self, value: &serde_json::Value) -> Option<String> {
+    /// A value of this kind as the text the one rule converts (numbers as written:
+    /// `raw` is the value's JSON text).
+    fn text(self, value: &serde_json::Value, raw: &str) -> Option<String> {
         match (self, value) {
-            (JsonKind::Number { .. }, serde_json::Value::Number(n)) => Some(n.to_string()),
+            (JsonKind::Number { .. } | JsonKind::Decimal, serde_json::Value::Number(_)) => Some(raw.trim().to_string()),
+            (JsonKind::Decimal, serde_json::Value::String(s)) => Some(s.clone()),
             (JsonKind::Number { float: true }, serde_json::Value::String(s)) if ["NaN", "Infinity", "-Infinity"].contains(&s.as_str()) => {
                 Some(s.clone())
             }
@@ -416,8 +446,10 @@ impl JsonKind {
         let must = match self {
             JsonKind::Number { float: true } => "a JSON number, or \"NaN\", \"Infinity\", \"-Infinity\"",
             JsonKind::Number { float: false } => "a JSON number",
+            JsonKind::Decimal => "a JSON number, or a string of one",
             JsonKind::Boolean => "true or false",
-            JsonKind::Text if column == ColumnType::Binary => "a JSON string of hex digits",
+            JsonKind::Text if matches!(column, ColumnType::Binary | ColumnType::Fixed(_)) => "a JSON string of hex digits",
+            JsonKind::Text if column == ColumnType::Uuid => "a JSON string of a UUID (hex digits, hyphens optional)",
             JsonKind::Text => "a JSON string",
         };
         let found = match found {

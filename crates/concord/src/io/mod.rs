@@ -10,6 +10,7 @@ mod footer_check;
 pub(crate) mod guard;
 pub(crate) mod ingest;
 pub(crate) mod keys;
+mod literals;
 pub(crate) mod page_check;
 pub(crate) mod predicate;
 pub(crate) mod scan;

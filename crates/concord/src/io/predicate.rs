@@ -87,7 +87,9 @@ fn plan(sql: &str, table: &Schema, now: DateTime<Utc>, state: &SessionState) -> 
     let mut ast = state.sql_to_expr_with_alias(sql, &dialect).map_err(|e| classify(sql, table, e))?;
     resolve_identifiers(sql, table, &mut ast.expr)?;
     check_numbers(sql, &mut ast.expr)?;
+    let inexact = super::literals::inexact_numbers(&ast.expr);
     let expr = state.create_logical_expr_from_sql_expr(ast, &df_full).map_err(|e| classify(sql, table, e))?;
+    let expr = super::literals::exact_decimals(expr, &inexact, &df_full).map_err(|e| invalid(sql, e))?;
     check_comparisons(sql, &expr, &df_full)?;
     // `now()` at the precision timestamp columns keep: storing it never loses digits.
     let now = chrono::SubsecRound::trunc_subsecs(now, 6);
@@ -167,8 +169,8 @@ fn kind(t: &DataType) -> Kind {
     match t {
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => Kind::Text,
         DataType::Boolean => Kind::Boolean,
-        DataType::Date32 | DataType::Date64 | DataType::Timestamp(..) => Kind::Temporal,
-        DataType::Binary | DataType::LargeBinary | DataType::BinaryView => Kind::Binary,
+        DataType::Date32 | DataType::Date64 | DataType::Timestamp(..) | DataType::Time32(_) | DataType::Time64(_) => Kind::Temporal,
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView | DataType::FixedSizeBinary(_) => Kind::Binary,
         DataType::Dictionary(_, v) => kind(v),
         t if t.is_numeric() => Kind::Number,
         _ => Kind::Any,

@@ -68,7 +68,37 @@ fn bounds(t: ColumnType, arrays: &[&ArrayRef]) -> Option<(String, String)> {
             (min.len() <= MAX_STAT_BYTES && max.len() <= MAX_STAT_BYTES).then_some((min, max))
         }
         // Bytes are compared as bytes; no text form is kept for them.
-        ColumnType::Binary => None,
+        ColumnType::Binary | ColumnType::Fixed(_) | ColumnType::Uuid => None,
+        _ => {
+            let lo = extreme(t, arrays, false)?;
+            let hi = extreme(t, arrays, true)?;
+            Some((scalar_text(&lo)?, scalar_text(&hi)?))
+        }
+    }
+}
+
+/// The smallest (or largest) non-NULL value of a column of the types the explicit
+/// arms of [`bounds`] do not cover (integers of other widths, decimals, times, other
+/// timestamps), by DataFusion's min/max, which orders them as comparisons do.
+fn extreme(t: ColumnType, arrays: &[&ArrayRef], largest: bool) -> Option<ScalarValue> {
+    use datafusion::functions_aggregate::min_max::{MaxAccumulator, MinAccumulator};
+    use datafusion::logical_expr::Accumulator;
+    let data_type = t.arrow_type();
+    let mut acc: Box<dyn Accumulator> =
+        if largest { Box::new(MaxAccumulator::try_new(&data_type).ok()?) } else { Box::new(MinAccumulator::try_new(&data_type).ok()?) };
+    for a in arrays {
+        acc.update_batch(&[Arc::clone(a)]).ok()?;
+    }
+    acc.evaluate().ok().filter(|v| !v.is_null())
+}
+
+/// A value's text as Arrow casts it (decimals with their scale's digits, timestamps in
+/// RFC 3339 form); [`round_trips`] checks it parses back to the same value.
+fn scalar_text(value: &ScalarValue) -> Option<String> {
+    let text = value.cast_to(&arrow::datatypes::DataType::Utf8).ok()?;
+    match text {
+        ScalarValue::Utf8(Some(text)) => Some(text),
+        _ => None,
     }
 }
 
@@ -136,7 +166,8 @@ pub(crate) fn parse_value(t: ColumnType, text: &str) -> Option<ScalarValue> {
             let at = DateTime::parse_from_rfc3339(text).ok()?;
             ScalarValue::TimestampMicrosecond(Some(at.timestamp_micros()), Some("UTC".into()))
         }
-        ColumnType::Binary => return None,
+        ColumnType::Binary | ColumnType::Fixed(_) | ColumnType::Uuid => return None,
+        _ => ScalarValue::try_from_string(text.to_string(), &t.arrow_type()).ok().filter(|v| !v.is_null())?,
     })
 }
 
@@ -147,8 +178,9 @@ fn round_trips(t: ColumnType, text: &str) -> bool {
         (ScalarValue::Float32(Some(v)), _) => float_text(*v),
         (ScalarValue::Float64(Some(v)), _) => float_text(*v),
         (ScalarValue::Date32(Some(d)), _) => date_text(*d).unwrap_or_default(),
-        (ScalarValue::TimestampMicrosecond(Some(m), _), _) => timestamp_text(*m).unwrap_or_default(),
-        (other, _) => other.to_string(),
+        (ScalarValue::TimestampMicrosecond(Some(m), Some(_)), ColumnType::Timestamp) => timestamp_text(*m).unwrap_or_default(),
+        (ScalarValue::Int32(_) | ScalarValue::Int64(_) | ScalarValue::Boolean(_) | ScalarValue::Utf8(_), _) => value.to_string(),
+        (other, _) => scalar_text(other).unwrap_or_default(),
     };
     again == text
 }
@@ -173,6 +205,9 @@ pub(crate) fn summary(fragment: &Fragment, field: &Field) -> Summary {
     }
     match file.stats.iter().find(|s| s.field == field.id) {
         None => Summary::default(),
+        // A float's bound text ("0.1") parsed as a double is another number than the
+        // float it bounds (0.100000001...): the bounds of a widened float are unknown.
+        Some(s) if field.widened_from == Some(ColumnType::Float) => Summary { nulls: Some(s.nulls), ..Summary::default() },
         Some(s) => Summary {
             min: s.min.as_deref().and_then(|t| parse_value(field.column_type, t)),
             max: s.max.as_deref().and_then(|t| parse_value(field.column_type, t)),

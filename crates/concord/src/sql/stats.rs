@@ -70,7 +70,14 @@ mod tests {
     /// `n` (in the files), and `added` later with a default (in none of them).
     fn fields() -> Vec<Field> {
         let n = Schema::parse("n bigint").unwrap().fields.remove(0);
-        let added = Field { id: 1, name: "added".into(), column_type: ColumnType::Varchar, nullable: true, default: Some("x".into()) };
+        let added = Field {
+            id: 1,
+            name: "added".into(),
+            column_type: ColumnType::Varchar,
+            nullable: true,
+            default: Some("x".into()),
+            widened_from: None,
+        };
         vec![n, added]
     }
 

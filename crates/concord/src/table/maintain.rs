@@ -72,6 +72,18 @@ impl Table {
         Ok(base.transaction(Operation::RenameColumn { field_id: field.id, from: field.name.clone(), to }, base.env.clock.now()))
     }
 
+    /// Prepares a widened column.
+    pub(super) async fn prepare_widen_column(&self, name: &str, to: &str) -> Result<PreparedTransaction, WriteError> {
+        let base = self.write_base().await?;
+        let field = base.existing_column(name)?;
+        let to: crate::format::schema::ColumnType = to.parse().map_err(AlterError::from)?;
+        if !field.column_type.widens_to(to) {
+            return Err(AlterError::NotWider { name: field.name.clone(), from: field.column_type, to }.into());
+        }
+        let operation = Operation::WidenColumn { field_id: field.id, name: field.name.clone(), from: field.column_type, to };
+        Ok(base.transaction(operation, base.env.clock.now()))
+    }
+
     /// Prepares a change of table properties.
     pub(super) async fn prepare_set_properties(
         &self,
@@ -156,7 +168,8 @@ fn evaluate_default(spec: &ColumnSpec, sql: &str, now: DateTime<Utc>) -> Result<
     })?;
     // Every value of a column type has a text form that casts back.
     let text = crate::io::cast::display_value(typed.as_ref(), 0);
-    let field = Field { id: 0, name: spec.name.clone(), column_type: expected, nullable: true, default: Some(text.clone()) };
+    let field =
+        Field { id: 0, name: spec.name.clone(), column_type: expected, nullable: true, default: Some(text.clone()), widened_from: None };
     if field.default_array(1).as_ref() != typed.as_ref() {
         return Err(bad(DefaultProblem::NotStorable { text }));
     }

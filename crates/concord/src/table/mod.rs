@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 
 use crate::env::Env;
 use crate::error::{CreateError, OpenError};
-use crate::format::manifest::{IsolationLevel, Manifest, Operation, TransactionRecord, FORMAT_VERSION, PROPERTY_ISOLATION};
+use crate::format::manifest::{format_for, IsolationLevel, Manifest, Operation, TransactionRecord, PROPERTY_ISOLATION};
 use crate::format::schema::Schema;
 use crate::storage::{TableLocation, TableStore};
 use crate::txn::group::CommitQueue;
@@ -102,7 +102,7 @@ impl Table {
             return Err(CreateError::NotEmpty { uri: store.uri().to_string(), found });
         }
         let manifest = Manifest {
-            format_version: FORMAT_VERSION,
+            format_version: format_for(&schema),
             version: 0,
             parent_version: None,
             timestamp: env.clock.now(),

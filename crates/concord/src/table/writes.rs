@@ -75,6 +75,15 @@ pub enum Write {
         /// Its new name (in double quotes if it is not a plain identifier).
         to: String,
     },
+    /// Widens a column's type (`int` to `bigint`, `float` to `double`, a decimal's
+    /// precision: [`crate::ColumnType::widens_to`]); no data file is rewritten, old values
+    /// read as the wider type.
+    WidenColumn {
+        /// The column.
+        name: String,
+        /// Its new type (a SQL type name, e.g. `bigint`, `decimal(20, 2)`).
+        to: String,
+    },
     /// Sets and removes table properties (e.g. `isolation=snapshot`).
     SetProperties {
         /// Properties set.
@@ -104,6 +113,7 @@ impl Write {
             Write::AddColumn { .. } => OperationKind::AddColumn,
             Write::DropColumn { .. } => OperationKind::DropColumn,
             Write::RenameColumn { .. } => OperationKind::RenameColumn,
+            Write::WidenColumn { .. } => OperationKind::WidenColumn,
             Write::SetProperties { .. } => OperationKind::SetProperties,
             Write::Compact { .. } => OperationKind::Compact,
         }
@@ -125,6 +135,7 @@ impl Table {
             Write::AddColumn { definition } => self.prepare_add_column(&definition).await,
             Write::DropColumn { name } => self.prepare_drop_column(&name).await,
             Write::RenameColumn { from, to } => self.prepare_rename_column(&from, &to).await,
+            Write::WidenColumn { name, to } => self.prepare_widen_column(&name, &to).await,
             Write::SetProperties { set, unset } => self.prepare_set_properties(&set, &unset).await,
             Write::Compact { target_rows } => self.prepare_compact(target_rows).await,
         }
@@ -213,6 +224,11 @@ impl Table {
     /// See [`Write::RenameColumn`].
     pub async fn rename_column(&self, from: &str, to: &str, options: &CommitOptions) -> Result<CommitInfo, WriteError> {
         self.write(Write::RenameColumn { from: from.to_string(), to: to.to_string() }, options).await
+    }
+
+    /// See [`Write::WidenColumn`].
+    pub async fn widen_column(&self, name: &str, to: &str, options: &CommitOptions) -> Result<CommitInfo, WriteError> {
+        self.write(Write::WidenColumn { name: name.to_string(), to: to.to_string() }, options).await
     }
 
     /// See [`Write::SetProperties`].

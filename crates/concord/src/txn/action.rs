@@ -99,6 +99,7 @@ pub(crate) fn for_operation(operation: Operation) -> Box<dyn Action> {
         op @ (Operation::AddColumn { .. }
         | Operation::DropColumn { .. }
         | Operation::RenameColumn { .. }
+        | Operation::WidenColumn { .. }
         | Operation::SetProperties { .. }) => Box::new(alter::AlterAction(op)),
         op @ Operation::Withdraw { .. } => Box::new(alter::AlterAction(op)),
         // Version 0 is created by `create_table`, never through the commit loop.

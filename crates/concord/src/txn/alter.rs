@@ -38,7 +38,7 @@ fn schema_after(base: &Schema, operation: &Operation) -> Schema {
         Operation::AddColumn { column } => {
             let NewColumn { name, column_type, nullable, default } = column.clone();
             // Field ids are assigned at commit: concurrent adds never share one.
-            schema.fields.push(Field { id: schema.next_field_id, name, column_type, nullable, default });
+            schema.fields.push(Field { id: schema.next_field_id, name, column_type, nullable, default, widened_from: None });
             schema.next_field_id += 1;
         }
         // Already gone (a winner dropped it): nothing to do.
@@ -46,6 +46,13 @@ fn schema_after(base: &Schema, operation: &Operation) -> Schema {
         Operation::RenameColumn { field_id, to, .. } => {
             if let Some(f) = schema.fields.iter_mut().find(|f| f.id == *field_id) {
                 f.name = to.clone();
+            }
+        }
+        // Already as wide (a winner widened it as far): nothing to do.
+        Operation::WidenColumn { field_id, to, .. } => {
+            if let Some(f) = schema.fields.iter_mut().find(|f| f.id == *field_id && f.column_type.widens_to(*to)) {
+                f.widened_from = f.widened_from.or(Some(f.column_type));
+                f.column_type = *to;
             }
         }
         _ => {}

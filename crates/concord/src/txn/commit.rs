@@ -23,7 +23,7 @@ use super::settle::{create_and_settle, Attempt, Create};
 use super::{CommitInfo, CommitOptions, PreparedTransaction};
 use crate::env::Env;
 use crate::error::CommitError;
-use crate::format::manifest::{Manifest, TransactionRecord, FORMAT_VERSION};
+use crate::format::manifest::{format_for, Manifest, TransactionRecord};
 use crate::storage::TableStore;
 
 /// How the members of a batch share their fate.
@@ -475,7 +475,7 @@ impl Building {
         self.earlier.push(Earlier { id: record.id, operation: record.operation.clone(), added, key });
         self.records.push(record);
         self.state = Arc::new(Manifest {
-            format_version: FORMAT_VERSION,
+            format_version: format_for(&next.schema),
             version: self.base.version + 1,
             parent_version: Some(self.base.version),
             timestamp: self.timestamp,

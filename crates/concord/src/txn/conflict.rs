@@ -5,7 +5,7 @@ use std::ops::Range;
 
 use crate::error::IncompatibleReason;
 use crate::format::manifest::{CompactGroup, FragmentDeletion, IsolationLevel, Operation};
-use crate::format::schema::Schema;
+use crate::format::schema::{ColumnType, Schema};
 
 /// Which fragments of the base a re-run reads (what a [`Resolution::Rerun`] asks for).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,6 +98,7 @@ pub(crate) fn resolve(ours: &Operation, our_schema: &Schema, isolation: Isolatio
         Operation::AddColumn { column } => rule_added_name_still_free(&column.name, our_schema, theirs),
         Operation::DropColumn { .. } => rule_drop_rebases(),
         Operation::RenameColumn { field_id, from, to } => rule_renamed_column_unchanged(*field_id, from, to, theirs),
+        Operation::WidenColumn { field_id, name, from, to } => rule_widened_column_still_narrower(*field_id, name, *from, *to, theirs),
         Operation::SetProperties { .. } => rule_properties_rebase(),
         Operation::Compact { .. } => rule_compaction_yields(their_op),
         Operation::Withdraw { .. } => rule_withdrawal_rebases(),
@@ -167,6 +168,19 @@ fn rule_renamed_column_unchanged(field_id: u32, from: &str, to: &str, theirs: &S
     Resolution::Incompatible { reason }
 }
 
+/// Widening conflicts with a winner that removed the column, or changed its type to one
+/// that does not widen to ours (a winner that widened it as far, or to a type between,
+/// leaves ours meaning the same: rebase).
+fn rule_widened_column_still_narrower(field_id: u32, name: &str, from: ColumnType, to: ColumnType, theirs: &Schema) -> Resolution {
+    match theirs.field_by_id(field_id) {
+        None => Resolution::Incompatible { reason: IncompatibleReason::ColumnRemoved { column: name.to_string() } },
+        Some(f) if f.column_type == to || f.column_type.widens_to(to) => Resolution::Rebase,
+        Some(f) => {
+            Resolution::Incompatible { reason: IncompatibleReason::ColumnTypeChanged { column: name.to_string(), from, to: f.column_type } }
+        }
+    }
+}
+
 /// Compaction yields (contract matrix, row "compact"): a winner that may have changed
 /// the fragments it rewrites (deleted rows in them, replaced or compacted them) makes it
 /// re-check every group against the new state: redo groups whose deletions changed,
@@ -185,6 +199,7 @@ fn rule_compaction_yields(winner: &Operation) -> Resolution {
         | Operation::AddColumn { .. }
         | Operation::DropColumn { .. }
         | Operation::RenameColumn { .. }
+        | Operation::WidenColumn { .. }
         | Operation::SetProperties { .. }
         | Operation::Withdraw { .. } => Resolution::Rebase,
     }
@@ -205,7 +220,8 @@ fn rule_read_columns_still_exist(read: &[u32], ours: &Schema, theirs: &Schema) -
         let reason = match (mine, theirs.field_by_id(*id)) {
             (_, None) => IncompatibleReason::ColumnRemoved { column: name },
             (Some(m), Some(t)) if m.name != t.name => IncompatibleReason::ColumnRenamed { from: m.name.clone(), to: t.name.clone() },
-            (Some(m), Some(t)) if m.column_type != t.column_type => {
+            // A widened column holds the same values: a predicate means the same on it.
+            (Some(m), Some(t)) if m.column_type != t.column_type && !m.column_type.widens_to(t.column_type) => {
                 IncompatibleReason::ColumnTypeChanged { column: m.name.clone(), from: m.column_type, to: t.column_type }
             }
             _ => return None,
@@ -300,6 +316,7 @@ fn rule_delete_over(winner: &Operation, isolation: IsolationLevel, added: Range<
         | Operation::AddColumn { .. }
         | Operation::DropColumn { .. }
         | Operation::RenameColumn { .. }
+        | Operation::WidenColumn { .. }
         | Operation::SetProperties { .. }
         | Operation::Withdraw { .. } => Resolution::Rebase,
     }
@@ -329,7 +346,8 @@ fn rule_written_columns_still_fit(mut written: Vec<u32>, ours: &Schema, theirs: 
         let mine = ours.field_by_id(*id);
         match (mine, theirs.field_by_id(*id)) {
             (Some(m), None) => return Resolution::Incompatible { reason: IncompatibleReason::ColumnRemoved { column: m.name.clone() } },
-            (Some(m), Some(t)) if m.column_type != t.column_type => {
+            // Values of a narrower type read as the wider one (FORMAT.md §7).
+            (Some(m), Some(t)) if m.column_type != t.column_type && !m.column_type.widens_to(t.column_type) => {
                 return Resolution::Incompatible {
                     reason: IncompatibleReason::ColumnTypeChanged { column: m.name.clone(), from: m.column_type, to: t.column_type },
                 };
@@ -436,7 +454,14 @@ mod tests {
                 "new required column we lack",
                 {
                     let mut s = base.clone();
-                    s.fields.push(Field { id: 2, name: "z".into(), column_type: ColumnType::Int, nullable: false, default: None });
+                    s.fields.push(Field {
+                        id: 2,
+                        name: "z".into(),
+                        column_type: ColumnType::Int,
+                        nullable: false,
+                        default: None,
+                        widened_from: None,
+                    });
                     s
                 },
                 vec![0, 1],

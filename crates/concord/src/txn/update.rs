@@ -204,14 +204,14 @@ fn apply_set(update: &CompiledUpdate, batch: &RecordBatch) -> Result<RecordBatch
                 CastFailure::Type { found } => InputError::TypeMismatch {
                     file: format!("SET {clause}"),
                     column: field.name.clone(),
-                    expected: field.column_type.sql_name().into(),
+                    expected: field.column_type.sql_name(),
                     found,
                 },
                 CastFailure::Value { value, .. } => InputError::ValueDoesNotFit {
                     source_name: format!("SET {clause}"),
                     column: field.name.clone(),
                     value,
-                    expected: field.column_type.sql_name().into(),
+                    expected: field.column_type.sql_name(),
                 },
             })
         })?;

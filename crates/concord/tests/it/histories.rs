@@ -24,6 +24,8 @@ const SEEDS: [u64; 7] = [1, 2, 3, 4, 5, 6, 858_170];
 struct Log {
     written: HashMap<uuid::Uuid, Vec<i64>>,
     failed: Vec<String>,
+    /// Committed widenings of the `extra` column.
+    widened: usize,
 }
 
 async fn writer(table: Table, seed: u64, ops: usize, tight_budget: bool) -> Log {
@@ -66,13 +68,15 @@ async fn writer(table: Table, seed: u64, ops: usize, tight_budget: bool) -> Log 
             }
             // Compaction yields to the others; it may find nothing left to do.
             20 | 21 => table.compact(1 + pick(40), &options).await.map(|i| (i, None)),
-            // A column nobody writes: added (or, if there, dropped) concurrently.
+            // A column nobody writes: added as a `tinyint`, widened, or dropped, concurrently.
             _ => {
                 let latest = table.latest().await.unwrap();
-                if latest.schema().field("extra").is_some() {
-                    table.drop_column("extra", &options).await.map(|i| (i, None))
-                } else {
-                    table.add_column("extra int default 7", &options).await.map(|i| (i, None))
+                match latest.schema().field("extra").map(|f| f.column_type) {
+                    Some(concord::ColumnType::Tinyint) if pick(2) == 0 => {
+                        table.widen_column("extra", "smallint", &options).await.map(|i| (i, None))
+                    }
+                    Some(_) => table.drop_column("extra", &options).await.map(|i| (i, None)),
+                    None => table.add_column("extra tinyint default 7", &options).await.map(|i| (i, None)),
                 }
             }
         };
@@ -80,6 +84,7 @@ async fn writer(table: Table, seed: u64, ops: usize, tight_budget: bool) -> Log 
             Ok((info, _)) if info.abandoned.is_some() => {
                 log.failed.push("committed nothing (a compaction gave way, or nothing to change)".into())
             }
+            Ok((info, None)) if info.operation == concord::OperationKind::WidenColumn => log.widened += 1,
             Ok((info, Some(ids))) => {
                 log.written.insert(info.transaction_id, ids);
             }
@@ -90,9 +95,9 @@ async fn writer(table: Table, seed: u64, ops: usize, tight_budget: bool) -> Log 
             Err(WriteError::Commit(CommitError::Incompatible { reason, .. })) if reason.to_string().contains("'extra'") => {
                 log.failed.push("add race".into())
             }
-            Err(WriteError::Alter(concord::AlterError::ColumnExists { .. } | concord::AlterError::Column(_))) => {
-                log.failed.push("alter race".into())
-            }
+            Err(WriteError::Alter(
+                concord::AlterError::ColumnExists { .. } | concord::AlterError::Column(_) | concord::AlterError::NotWider { .. },
+            )) => log.failed.push("alter race".into()),
             Err(e) => panic!("seed {seed}: unexpected error {e}"),
         }
         tokio::task::yield_now().await;
@@ -123,16 +128,17 @@ fn random_concurrent_histories_replay_exactly() {
                 writers.push(tokio::spawn(writer(handle, seed * 100 + w, 12, w == 4)));
             }
             let mut written = HashMap::new();
-            let mut failed = 0;
+            let (mut failed, mut widened) = (0, 0);
             for w in writers {
                 let log = w.await.unwrap();
                 written.extend(log.written);
                 failed += log.failed.len();
+                widened += log.widened;
             }
             let transactions = check_replay(&table, &written, seed).await;
             let committed = transactions - 1;
             assert_eq!(committed + failed, 5 * 12, "seed {seed}: every operation either committed once or failed");
-            eprintln!("seed {seed}: {committed} commits, {failed} failed (tight budget), replay exact");
+            eprintln!("seed {seed}: {committed} commits ({widened} widenings), {failed} failed (tight budget), replay exact");
         }
     });
 }

@@ -23,4 +23,5 @@ mod requests;
 mod shared;
 mod simulation;
 mod sql;
+mod types;
 mod update;

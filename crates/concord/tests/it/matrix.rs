@@ -9,13 +9,14 @@
 
 use std::sync::Arc;
 
-use concord::arrow::array::{Array, AsArray, Int64Array, RecordBatch, StringArray};
-use concord::arrow::datatypes::{Int32Type, Int64Type};
+use concord::arrow::array::{Array, AsArray, Int32Array, Int64Array, RecordBatch, StringArray};
+use concord::arrow::datatypes::Int64Type;
 use concord::{Assignment, CommitError, CommitOptions, IsolationLevel, PreparedTransaction, StoreResolver, Table, Write, WriteError};
 
 use crate::common::*;
 
-const SCHEMA: &str = "id bigint not null, x bigint, tag varchar";
+/// `x` is an `int` so that a winner may widen it to `bigint`.
+const SCHEMA: &str = "id bigint not null, x int, tag varchar";
 
 /// One row of the model: id, x, tag, extra (the column a winner may add), and whether
 /// the row existed in T's read version (snapshot's visibility).
@@ -55,6 +56,7 @@ enum Op {
     Restore,
     AddColumn,
     DropColumn,
+    Widen,
     Compact,
 }
 
@@ -70,26 +72,29 @@ use Op::*;
 use Outcome::{Abandoned as A, Incompatible as I, Rebase as R, Rerun as X};
 
 /// The winners, in the matrix's column order.
-const WINNERS: [Op; 9] = [Append, Delete, Update, Merge, Overwrite, Restore, AddColumn, DropColumn, Compact];
+const WINNERS: [Op; 10] = [Append, Delete, Update, Merge, Overwrite, Restore, AddColumn, DropColumn, Widen, Compact];
 
 /// The matrix under serializable: (T, outcome over each winner in `WINNERS` order).
 /// T's data: append writes `tag` (the column the winner drops); the "no tag" variants
-/// do not; delete/update "on tag" read or set it.
-const SERIALIZABLE: [(Op, [Outcome; 9]); 13] = [
-    //            append delete update merge overwr restore addcol dropcol compact
-    (Append, [R, R, R, R, R, R, R, I, R]),
-    (AppendNoTag, [R, R, R, R, R, R, R, R, R]),
-    (Delete, [X, R, X, X, X, X, R, R, X]),
-    (DeleteOnTag, [X, R, X, X, X, X, R, I, X]),
-    (Update, [X, X, X, X, X, X, R, R, X]),
-    (UpdateTag, [X, X, X, X, X, X, R, I, X]),
-    (Merge, [X, X, X, X, X, X, R, I, X]),
-    (MergeNoTag, [X, X, X, X, X, X, R, R, X]),
-    (Overwrite, [R, R, R, R, R, R, R, R, R]),
-    (Restore, [R, R, R, R, R, R, R, R, R]),
-    (AddColumn, [R, R, R, R, R, R, I, R, R]),
-    (DropColumn, [R, R, R, R, R, R, R, R, R]),
-    (Compact, [R, X, X, X, A, A, R, R, A]),
+/// do not; delete/update "on tag" read or set it. Widen makes `x` (an `int`) a `bigint`:
+/// rows written or read as `int` still mean the same, so everything rebases over it,
+/// and it over everything (over a winner that widened `x` already it changes nothing).
+const SERIALIZABLE: [(Op, [Outcome; 10]); 14] = [
+    //            append delete update merge overwr restore addcol dropcol widen compact
+    (Append, [R, R, R, R, R, R, R, I, R, R]),
+    (AppendNoTag, [R, R, R, R, R, R, R, R, R, R]),
+    (Delete, [X, R, X, X, X, X, R, R, R, X]),
+    (DeleteOnTag, [X, R, X, X, X, X, R, I, R, X]),
+    (Update, [X, X, X, X, X, X, R, R, R, X]),
+    (UpdateTag, [X, X, X, X, X, X, R, I, R, X]),
+    (Merge, [X, X, X, X, X, X, R, I, R, X]),
+    (MergeNoTag, [X, X, X, X, X, X, R, R, R, X]),
+    (Overwrite, [R, R, R, R, R, R, R, R, R, R]),
+    (Restore, [R, R, R, R, R, R, R, R, R, R]),
+    (AddColumn, [R, R, R, R, R, R, I, R, R, R]),
+    (DropColumn, [R, R, R, R, R, R, R, R, R, R]),
+    (Widen, [R, R, R, R, R, R, R, R, R, R]),
+    (Compact, [R, X, X, X, A, A, R, R, R, A]),
 ];
 
 /// Where snapshot differs: rows a winner appended or inserted are not re-examined, and
@@ -192,7 +197,7 @@ impl Model {
                     r.tag = None;
                 }
             }
-            Compact => {}
+            Widen | Compact => {}
         }
     }
 
@@ -212,6 +217,9 @@ fn batch(table: &Table, rows: &[(i64, i64, &str)], tagged: bool) -> RecordBatch 
         .map(|f| -> Arc<dyn Array> {
             match f.name().as_str() {
                 "id" => Arc::new(Int64Array::from(rows.iter().map(|r| r.0).collect::<Vec<_>>())),
+                "x" if f.data_type() == &concord::arrow::datatypes::DataType::Int32 => {
+                    Arc::new(Int32Array::from(rows.iter().map(|r| r.1 as i32).collect::<Vec<_>>()))
+                }
                 "x" => Arc::new(Int64Array::from(rows.iter().map(|r| r.1).collect::<Vec<_>>())),
                 "tag" => Arc::new(StringArray::from(rows.iter().map(|r| tagged.then_some(r.2)).collect::<Vec<_>>())),
                 other => panic!("unexpected column {other}"),
@@ -251,6 +259,7 @@ async fn prepare(table: &Table, op: Op, as_ours: bool) -> PreparedTransaction {
         AddColumn if as_ours => table.prepare(Write::AddColumn { definition: "extra bigint".into() }).await,
         AddColumn => table.prepare(Write::AddColumn { definition: "extra int default 5".into() }).await,
         DropColumn => table.prepare(Write::DropColumn { name: "tag".into() }).await,
+        Widen => table.prepare(Write::WidenColumn { name: "x".into(), to: "bigint".into() }).await,
         Compact => table.prepare(Write::Compact { target_rows: concord::limits::DEFAULT_COMPACT_TARGET_ROWS }).await,
     };
     result.unwrap_or_else(|e| panic!("preparing {op:?}: {e}"))
@@ -263,19 +272,15 @@ async fn actual(table: &Table) -> (Vec<(i64, Option<i64>, Option<String>, Option
     let mut out = Vec::new();
     for b in all_rows(&latest).await {
         for i in 0..b.num_rows() {
-            let int64 =
-                |name: &str| b.column_by_name(name).map(|c| c.as_primitive::<Int64Type>()).and_then(|c| c.is_valid(i).then(|| c.value(i)));
+            // `x` is an int until a winner widens it; `extra` is an int or a bigint.
+            let int64 = |name: &str| {
+                let c = b.column_by_name(name)?;
+                let c = concord::arrow::compute::cast(c, &concord::arrow::datatypes::DataType::Int64).unwrap();
+                let c = c.as_primitive::<Int64Type>();
+                c.is_valid(i).then(|| c.value(i))
+            };
             let tag = b.column_by_name("tag").map(|c| c.as_string::<i32>()).and_then(|c| c.is_valid(i).then(|| c.value(i).to_string()));
-            let extra = b.column_by_name("extra").and_then(|c| match c.data_type() {
-                concord::arrow::datatypes::DataType::Int32 => {
-                    let c = c.as_primitive::<Int32Type>();
-                    c.is_valid(i).then(|| c.value(i) as i64)
-                }
-                _ => {
-                    let c = c.as_primitive::<Int64Type>();
-                    c.is_valid(i).then(|| c.value(i))
-                }
-            });
+            let extra = int64("extra");
             out.push((int64("id").unwrap(), int64("x"), tag, extra));
         }
     }
@@ -353,8 +358,8 @@ async fn run_cell(ours: Op, winner: Op, isolation: IsolationLevel, expected: Out
     Ok(())
 }
 
-/// Every cell of the contract's matrix (13 of our operations × 9 winners × 2 isolation
-/// levels = 234 cells): outcome and rows.
+/// Every cell of the contract's matrix (14 of our operations × 10 winners × 2 isolation
+/// levels = 280 cells): outcome and rows.
 #[tokio::test]
 async fn every_cell_of_the_conflict_matrix() {
     let mut failures = Vec::new();
@@ -374,6 +379,6 @@ async fn every_cell_of_the_conflict_matrix() {
             }
         }
     }
-    assert_eq!(cells, 234);
+    assert_eq!(cells, 280);
     assert!(failures.is_empty(), "{} of {cells} cells failed:\n{}", failures.len(), failures.join("\n"));
 }

@@ -37,6 +37,7 @@ pub fn replay(
         | Operation::AddColumn { .. }
         | Operation::DropColumn { .. }
         | Operation::RenameColumn { .. }
+        | Operation::WidenColumn { .. }
         | Operation::SetProperties { .. } => previous,
         // A source with every column replaces each of its keys' rows by its row; one
         // without some (a column another writer added) updates each matched row in
