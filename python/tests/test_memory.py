@@ -32,3 +32,28 @@ def test_a_10m_row_append_streams_in_bounded_memory(local, measure):
     assert data_mib > 2 * BOUND_MIB, "the data is much larger than the bound"
     assert after < BOUND_MIB, f"peak RSS {after:.0f} MiB; the data is {data_mib:.0f} MiB"
     assert growth < GROWTH_BOUND_MIB, f"the append added {growth:.0f} MiB of peak RSS"
+
+
+WIDE_ROWS = int(os.environ.get("CONCORD_TEST_WIDE_ROWS", 300_000))
+WIDE_GROWTH_BOUND_MIB = 600
+
+
+def test_wide_rows_are_cut_into_files_by_bytes_in_bounded_memory(local, measure):
+    """Rows as wide as a 768-float vector (3,072 bytes): 300,000 of them (880 MiB) are
+    fewer than a file's 2^20 rows, so a writer that cut files by rows only held them
+    all, and their encoding, in memory. Files are cut at 128 MiB of Arrow data."""
+    t = local.create("id bigint not null, v fixed(3072)")
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(1) as pool:
+        imported, before, after, data_mib, written = pool.apply(workers.wide_append, (t.uri, WIDE_ROWS, 8_192, 3_072))
+    t = concord.open(t.uri)
+    assert written == WIDE_ROWS and t.count() == WIDE_ROWS + 1
+    fragments = len(t.fragments())
+    growth = after - before
+    measure(
+        f"{WIDE_ROWS:,} rows of 3,072 bytes ({data_mib:.0f} MiB as Arrow) appended from a streaming reader: "
+        f"{fragments} fragments, peak RSS {after:.0f} MiB (+{growth:.0f} MiB for the append)"
+    )
+    assert data_mib > WIDE_GROWTH_BOUND_MIB, "the data is larger than the bound"
+    assert fragments >= 1 + data_mib // 128, f"{fragments} fragments for {data_mib:.0f} MiB"
+    assert growth < WIDE_GROWTH_BOUND_MIB, f"the append added {growth:.0f} MiB of peak RSS"

@@ -3,6 +3,7 @@ by name from a fresh interpreter."""
 
 from __future__ import annotations
 
+import os
 import resource
 import time
 import traceback
@@ -63,32 +64,56 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def big_append(uri, total_rows, batch_rows):
-    """Appends `total_rows` rows streamed from a RecordBatchReader whose batches are made
-    as it is read; returns the peak RSS in MiB once imported and opened, before the
-    append (after a one-row warm-up append), after it; the data's in-memory size in
-    MiB; the rows committed."""
-    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("name", pa.string()), pa.field("score", pa.float64())])
+def measured_append(uri, schema, warm_up, batches):
+    """Appends `warm_up` (one batch: the code of the same path paged in, the runtime
+    started), then `batches` (an iterable made as it is read) through a
+    RecordBatchReader; returns the peak RSS in MiB once imported and opened, before the
+    append (after the warm-up), after it; the data's in-memory size in MiB; the rows
+    committed."""
     t = concord.open(uri)
     data_bytes = 0
 
-    def batches():
+    def counted():
         nonlocal data_bytes
-        for start in range(0, total_rows, batch_rows):
-            n = min(batch_rows, total_rows - start)
-            ids = pa.array(range(start, start + n), pa.int64())
-            batch = pa.record_batch(
-                [ids, pc.utf8_lpad(pc.cast(ids, pa.string()), 64, "0"), pc.divide(pc.cast(ids, pa.float64()), 7.0)],
-                schema=schema,
-            )
+        for batch in batches:
             data_bytes += batch.nbytes
             yield batch
 
-    # Warm up (the code of the same path paged in, the runtime started), then measure.
     imported = peak_rss_mib()
-    t.append(pa.RecordBatchReader.from_batches(schema, [pa.record_batch([[-1], ["w"], [0.0]], schema=schema)]))
+    t.append(pa.RecordBatchReader.from_batches(schema, [warm_up]))
     before = peak_rss_mib()
-    data_bytes = 0
-    info = t.append(pa.RecordBatchReader.from_batches(schema, batches()))
+    info = t.append(pa.RecordBatchReader.from_batches(schema, counted()))
     after = peak_rss_mib()
     return imported, before, after, data_bytes / (1 << 20), info.rows_written
+
+
+def wide_append(uri, total_rows, batch_rows, width):
+    """`measured_append` of `total_rows` rows of an id and `width` random bytes (a
+    `fixed(width)` column: as wide as a 768-float vector at 3,072)."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.binary(width))])
+
+    def row(start, n, data):
+        vectors = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), n, [None, pa.py_buffer(data)])
+        return pa.record_batch([pa.array(range(start, start + n), pa.int64()), vectors], schema=schema)
+
+    batches = (
+        row(s, min(batch_rows, total_rows - s), os.urandom(min(batch_rows, total_rows - s) * width))
+        for s in range(0, total_rows, batch_rows)
+    )
+    return measured_append(uri, schema, row(-1, 1, bytes(width)), batches)
+
+
+def big_append(uri, total_rows, batch_rows):
+    """`measured_append` of `total_rows` rows of an id, a 64-character name and a score."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("name", pa.string()), pa.field("score", pa.float64())])
+
+    def batch(start, n):
+        ids = pa.array(range(start, start + n), pa.int64())
+        return pa.record_batch(
+            [ids, pc.utf8_lpad(pc.cast(ids, pa.string()), 64, "0"), pc.divide(pc.cast(ids, pa.float64()), 7.0)],
+            schema=schema,
+        )
+
+    batches = (batch(s, min(batch_rows, total_rows - s)) for s in range(0, total_rows, batch_rows))
+    warm_up = pa.record_batch([[-1], ["w"], [0.0]], schema=schema)
+    return measured_append(uri, schema, warm_up, batches)

@@ -76,7 +76,7 @@ enum Command {
     /// Create an empty table
     Create {
         uri: String,
-        /// e.g. "id bigint not null, name varchar, score double"
+        /// e.g. "id bigint not null, name varchar, score double". Types: boolean, tinyint, smallint, int, bigint, utinyint, usmallint, uint, ubigint, float, double, decimal(p, s), varchar, binary, fixed(n), uuid, date, time, timestamp, timestamp_ns, timestamp_ntz, timestamp_ntz_ns
         #[arg(long)]
         schema: String,
         /// A table property, e.g. isolation=snapshot (repeatable)

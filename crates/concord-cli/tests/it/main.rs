@@ -24,6 +24,7 @@ mod processes;
 mod second_look;
 mod sql;
 mod stress;
+mod type_props;
 mod types;
 mod vacuum;
 mod values;

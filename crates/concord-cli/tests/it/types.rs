@@ -104,3 +104,21 @@ fn alter_widen_column_widens_in_place() {
     let (code, _, stderr) = run(&["alter", &t.uri, "widen-column", "amount", "decimal(20, 3)"]);
     assert_eq!(code, 2, "{stderr}");
 }
+
+/// `merge --on` matches keys of the new types exactly: a decimal and a nanosecond
+/// timestamp key; `update --set` computes in them.
+#[test]
+fn merge_on_decimal_and_nanosecond_keys() {
+    let t = TempTable::create_with("k decimal(10, 2) not null, at timestamp_ns not null, v varchar");
+    ok(&["append", &t.uri, &t.file("a.csv", "k,at,v\n1.10,2024-01-01T00:00:00.000000001Z,a\n1.10,2024-01-01T00:00:00.000000002Z,b\n")]);
+    let changes = t.file("m.csv", "k,at,v\n1.1,2024-01-01T00:00:00.000000002Z,B\n2.00,2024-01-01T00:00:00.000000002Z,c\n");
+    ok(&["merge", &t.uri, &changes, "--on", "k,at"]);
+    assert_eq!(
+        ok(&["scan", &t.uri, "--format", "csv"]).lines().skip(1).collect::<std::collections::BTreeSet<_>>(),
+        ["1.10,2024-01-01T00:00:00.000000001Z,a", "1.10,2024-01-01T00:00:00.000000002Z,B", "2.00,2024-01-01T00:00:00.000000002Z,c"]
+            .into_iter()
+            .collect()
+    );
+    ok(&["update", &t.uri, "--set", "k = k * 2", "--where", "v = 'c'"]);
+    assert_eq!(ok(&["count", &t.uri, "--where", "k = 4.00"]).trim(), "1");
+}

@@ -231,7 +231,7 @@ fn first_lost(input: &ArrayRef, output: &ArrayRef) -> Option<usize> {
     let (from, to) = (input.data_type(), output.data_type());
     if let (DataType::Float64, DataType::Float32) = (from, to) {
         let (wide, narrow) = (input.as_primitive::<Float64Type>(), output.as_primitive::<Float32Type>());
-        return (0..input.len()).find(|&i| wide.is_valid(i) && !float32_reads_as(narrow.value(i), wide.value(i)));
+        return (0..input.len()).find(|&i| wide.is_valid(i) && !float32_reads_as(narrow.value(i), &wide.value(i).to_string()));
     }
     if !may_round(from, to) {
         return None;
@@ -244,13 +244,29 @@ fn first_lost(input: &ArrayRef, output: &ArrayRef) -> Option<usize> {
     (0..input.len()).find(|&i| present(input, i) && !(same.is_valid(i) && same.value(i)))
 }
 
-/// Whether the float `stored` reads back as the number `meant`: the same value, or
-/// one whose shortest decimal form is `meant` (0.1 is stored as the float nearest it).
-fn float32_reads_as(stored: f32, meant: f64) -> bool {
+/// Whether the float `stored` reads back as the number `written`: the same value, or a
+/// shortest decimal form of it (0.1 is stored as the float nearest it). A float exactly
+/// halfway between two shortest forms has both (269.390625 prints as 269.39062 or
+/// 269.39063 depending on the printer), so a form counts if it has no more digits than
+/// Rust's and is no farther from the float.
+fn float32_reads_as(stored: f32, written: &str) -> bool {
+    let Ok(meant) = written.trim().parse::<f64>() else { return false };
     if meant.is_nan() {
         return stored.is_nan();
     }
-    stored as f64 == meant || stored.to_string().parse::<f64>().is_ok_and(|s| s == meant)
+    let exact = f64::from(stored);
+    if exact == meant {
+        return true;
+    }
+    let shortest = stored.to_string();
+    let Ok(short) = shortest.parse::<f64>() else { return false };
+    short == meant || (significant_digits(written) <= significant_digits(&shortest) && (meant - exact).abs() <= (short - exact).abs())
+}
+
+/// The significant digits of a number written as text (`0.0120` 2, `1600` 2).
+fn significant_digits(text: &str) -> usize {
+    let mantissa = text.trim().trim_start_matches(['+', '-']).split(['e', 'E']).next().unwrap_or_default();
+    mantissa.replace('.', "").trim_start_matches('0').trim_end_matches('0').len()
 }
 
 /// Conversions that succeed while changing the value: a fraction into an integer, a
@@ -307,7 +323,7 @@ fn first_inexact_float_text(text: &StringArray, output: &ArrayRef) -> Option<usi
             return true;
         }
         match output.data_type() {
-            DataType::Float32 => written.parse::<f64>().is_ok_and(|meant| !float32_reads_as(stored as f32, meant)),
+            DataType::Float32 => !float32_reads_as(stored as f32, written),
             _ => false,
         }
     })
@@ -484,6 +500,8 @@ mod tests {
         assert_eq!(value(text("16777217"), ColumnType::Float), bad(0, "16777217"));
         assert_eq!(value(text("16777216"), ColumnType::Float), Ok("16777216.0".into()));
         assert_eq!(value(text("0.1"), ColumnType::Float), Ok("0.1".into()));
+        // The shortest text of a float (as `scan` prints it) reads back as that float.
+        assert_eq!(value(text("269.39062"), ColumnType::Float), Ok("269.39062".into()));
         assert_eq!(value(text("1e39"), ColumnType::Float), bad(0, "1e39"));
         let big = Arc::new(Int64Array::from(vec![16_777_217])) as ArrayRef;
         assert_eq!(value(big, ColumnType::Float), bad(0, "16777217"));

@@ -1,6 +1,8 @@
 //! Writes rows as new Parquet data files (fresh UUID names, created once), one
-//! fragment per file of at most [`MAX_ROWS_PER_FILE`] rows, as the rows arrive: memory
-//! stays bounded by one file's rows whatever the input's size.
+//! fragment per file of at most [`MAX_ROWS_PER_FILE`] rows and about
+//! [`MAX_FILE_BYTES`] of Arrow data, as the rows arrive: memory stays bounded by one
+//! file's bytes whatever the input's size or the width of its rows (a 768-float vector
+//! is 3 KiB a row: 2^20 of them would be 3 GiB).
 
 use arrow::array::RecordBatch;
 use bytes::Bytes;
@@ -18,8 +20,15 @@ use crate::table::{ProgressFn, WriteProgress};
 
 /// Rows per data file (one fragment each).
 pub(crate) const MAX_ROWS_PER_FILE: usize = 1 << 20;
+/// Arrow bytes a data file holds at most (one row more only when a single row is
+/// larger): the writer buffers a file's rows and its encoded bytes, so this bounds its
+/// memory.
+pub(crate) const MAX_FILE_BYTES: usize = 128 << 20;
 /// Rows per Parquet row group: the unit of statistics pruning.
 pub(crate) const ROW_GROUP_ROWS: usize = 64 * 1024;
+/// Arrow bytes a row group holds at most (likewise), so that a reader decodes wide rows
+/// in bounded pieces too.
+pub(crate) const ROW_GROUP_BYTES: usize = 32 << 20;
 
 /// Writes `batches` (already conforming to `schema`) as fragments.
 pub(crate) async fn write_fragments(
@@ -43,6 +52,8 @@ pub(crate) struct FragmentWriter<'a> {
     schema: &'a Schema,
     pending: Vec<RecordBatch>,
     pending_rows: usize,
+    /// Arrow bytes of `pending` (estimated per row from each pushed batch).
+    pending_bytes: usize,
     written: Vec<NewFragment>,
     /// Told the rows pushed and bytes written so far.
     progress: Option<ProgressFn>,
@@ -52,7 +63,17 @@ pub(crate) struct FragmentWriter<'a> {
 impl<'a> FragmentWriter<'a> {
     pub(crate) fn new(store: &'a TableStore, env: &'a Env, schema: &'a Schema) -> Self {
         let reported = WriteProgress::default();
-        FragmentWriter { store, env, schema, pending: Vec::new(), pending_rows: 0, written: Vec::new(), progress: None, reported }
+        FragmentWriter {
+            store,
+            env,
+            schema,
+            pending: Vec::new(),
+            pending_rows: 0,
+            pending_bytes: 0,
+            written: Vec::new(),
+            progress: None,
+            reported,
+        }
     }
 
     /// This writer, telling `progress` how it is going.
@@ -69,13 +90,19 @@ impl<'a> FragmentWriter<'a> {
 
     /// Takes `batch` (conforming to the schema), writing every file it completes.
     pub(crate) async fn push(&mut self, batch: &RecordBatch) -> Result<(), WriteError> {
+        let row_bytes = row_bytes(batch);
         let mut offset = 0;
         while offset < batch.num_rows() {
-            let take = (MAX_ROWS_PER_FILE - self.pending_rows).min(batch.num_rows() - offset);
-            self.pending.push(batch.slice(offset, take));
-            self.pending_rows += take;
-            offset += take;
-            if self.pending_rows == MAX_ROWS_PER_FILE {
+            // At least one row a file, however wide.
+            let room = (MAX_FILE_BYTES.saturating_sub(self.pending_bytes) / row_bytes).max(usize::from(self.pending_rows == 0));
+            let take = (MAX_ROWS_PER_FILE - self.pending_rows).min(room).min(batch.num_rows() - offset);
+            if take > 0 {
+                self.pending.push(batch.slice(offset, take));
+                self.pending_rows += take;
+                self.pending_bytes += take * row_bytes;
+                offset += take;
+            }
+            if self.pending_rows == MAX_ROWS_PER_FILE || self.pending_bytes + row_bytes > MAX_FILE_BYTES {
                 self.flush().await?;
             }
         }
@@ -100,7 +127,7 @@ impl<'a> FragmentWriter<'a> {
     async fn flush(&mut self) -> Result<(), WriteError> {
         let batches = std::mem::take(&mut self.pending);
         let rows = std::mem::take(&mut self.pending_rows) as u64;
-        let (bytes, fields, stats) = encode(self.schema, &batches)?;
+        let (bytes, fields, stats) = encode(self.schema, batches, std::mem::take(&mut self.pending_bytes))?;
         let path = naming::data_file_name(self.env.new_uuid());
         let size_bytes = bytes.len() as u64;
         self.store.put_new(&path, Bytes::from(bytes)).await?;
@@ -111,12 +138,23 @@ impl<'a> FragmentWriter<'a> {
     }
 }
 
+/// Arrow bytes per row of `batch` (at least 1): the bytes of its rows (a slice counts
+/// only its part of the buffers) over its rows.
+fn row_bytes(batch: &RecordBatch) -> usize {
+    let bytes: usize =
+        batch.columns().iter().map(|c| c.to_data().get_slice_memory_size().unwrap_or_else(|_| c.get_array_memory_size())).sum();
+    (bytes / batch.num_rows().max(1)).max(1)
+}
+
 /// One data file holding `batches`, the field ids of its columns, and their statistics.
 ///
 /// A nullable column without a default that is NULL in every row is not written: it
 /// reads back as NULL all the same, and a write that carries no values for a column
 /// does not conflict with a concurrent drop of it.
-fn encode(schema: &Schema, batches: &[RecordBatch]) -> Result<(Vec<u8>, Vec<u32>, Vec<ColumnStats>), WriteError> {
+///
+/// Memory: each batch is dropped once encoded, and the output is allocated once at
+/// `size_hint` (the batches' Arrow bytes), so the peak stays near one file's bytes.
+fn encode(schema: &Schema, batches: Vec<RecordBatch>, size_hint: usize) -> Result<(Vec<u8>, Vec<u32>, Vec<ColumnStats>), WriteError> {
     let mut keep: Vec<usize> = (0..schema.fields.len())
         .filter(|&i| {
             let f = &schema.fields[i];
@@ -132,13 +170,26 @@ fn encode(schema: &Schema, batches: &[RecordBatch]) -> Result<(Vec<u8>, Vec<u32>
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
         .set_statistics_enabled(EnabledStatistics::Page)
         .build();
-    let mut writer = ArrowWriter::try_new(Vec::new(), file_schema.clone(), Some(props)).map_err(WriteError::encode)?;
+    let fields = keep.iter().map(|&i| schema.fields[i].id).collect();
+    let stats = super::stats::file_stats(&schema.fields, &keep, &batches);
+    let mut writer =
+        ArrowWriter::try_new(Vec::with_capacity(size_hint + (1 << 20)), file_schema.clone(), Some(props)).map_err(WriteError::encode)?;
     for batch in batches {
         let batch = RecordBatch::try_new(file_schema.clone(), keep.iter().map(|&i| batch.column(i).clone()).collect())
             .map_err(WriteError::encode)?;
-        writer.write(&batch).map_err(WriteError::encode)?;
+        // Row groups end at ROW_GROUP_ROWS rows (the writer's setting) or ROW_GROUP_BYTES
+        // of Arrow data, whichever comes first.
+        let row_bytes = row_bytes(&batch);
+        let mut offset = 0;
+        while offset < batch.num_rows() {
+            let room = (ROW_GROUP_BYTES.saturating_sub(writer.in_progress_rows() * row_bytes) / row_bytes).max(1);
+            let take = room.min(batch.num_rows() - offset);
+            writer.write(&batch.slice(offset, take)).map_err(WriteError::encode)?;
+            offset += take;
+            if (writer.in_progress_rows() + 1) * row_bytes > ROW_GROUP_BYTES {
+                writer.flush().map_err(WriteError::encode)?;
+            }
+        }
     }
-    let fields = keep.iter().map(|&i| schema.fields[i].id).collect();
-    let stats = super::stats::file_stats(&schema.fields, &keep, batches);
     Ok((writer.into_inner().map_err(WriteError::encode)?, fields, stats))
 }

@@ -195,3 +195,38 @@ async fn manifests_round_trip_and_version_files_are_inverted() {
     assert_eq!(serde_json::from_slice::<Manifest>(&stored).unwrap(), manifest);
     assert_eq!(concord::manifest::version_file_name(1), "18446744073709551614.json");
 }
+
+/// Files and row groups are cut by bytes, not only rows: 50,000 rows of 3,072 bytes
+/// (150 MiB, far fewer than a file's 2^20 rows) make two files of at most 128 MiB of
+/// Arrow data, with row groups of at most 32 MiB, and read back whole.
+#[tokio::test]
+async fn wide_rows_are_cut_into_files_and_row_groups_by_bytes() {
+    use concord::arrow::array::FixedSizeBinaryArray;
+    let f = local_backends().into_iter().next().unwrap();
+    let schema = Schema::parse("id bigint not null, v fixed(3072)").unwrap();
+    let table = Table::create(f.location.clone(), Env::system(), schema.clone()).await.unwrap();
+    let rows = 50_000usize;
+    let batches: Vec<RecordBatch> = (0..rows)
+        .step_by(5_000)
+        .map(|start| {
+            let ids = Int64Array::from((start as i64..start as i64 + 5_000).collect::<Vec<_>>());
+            let v = FixedSizeBinaryArray::try_from_iter((start..start + 5_000).map(|i| [(i % 251) as u8; 3072])).unwrap();
+            RecordBatch::try_new(schema.arrow_schema(), vec![Arc::new(ids), Arc::new(v)]).unwrap()
+        })
+        .collect();
+    table.append(batches.as_slice(), &CommitOptions::default()).await.unwrap();
+    let table = table.latest().await.unwrap();
+    let fragments = table.fragments().await.unwrap();
+    assert_eq!(fragments.len(), 2, "150 MiB in files of at most 128 MiB");
+    assert!(
+        fragments.iter().all(|f| f.files[0].size_bytes <= 130 << 20),
+        "{:?}",
+        fragments.iter().map(|f| f.files[0].size_bytes).collect::<Vec<_>>()
+    );
+    let scan = table.scan(ScanOptions::default()).await.unwrap();
+    let metrics = scan.metrics_handle();
+    let read: usize = scan.collect().await.unwrap().iter().map(|b| b.num_rows()).sum();
+    assert_eq!(read, rows);
+    let m = *metrics.lock().unwrap();
+    assert!(m.row_groups_total >= 5, "row groups of at most 32 MiB: {m:?}");
+}
