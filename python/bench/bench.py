@@ -14,6 +14,10 @@ shared machine weighs on all alike):
                   p50 / p99, failures; rows checked afterwards
   read 10M        a 10,000,000-row table (10 appends of 1M) read whole into a
                   pyarrow.Table: median of 3 reads, rows/s
+  vectors         1,000,000 rows of a 768-float32 vector (3 GB) appended from a
+                  streamed RecordBatchReader in one write, then read whole into
+                  pyarrow; each in a fresh process: seconds and peak RSS (MiB), rows
+                  checked against what was written
 
 Schema: id bigint not null, val bigint not null, name varchar. Prints one markdown
 table (and, with --json PATH, the raw figures).
@@ -180,6 +184,80 @@ def concurrent(name, root, writers, k):
     }
 
 
+VECTOR_BATCH = 8192
+
+
+def vector_schema(dim):
+    return pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("emb", pa.list_(pa.float32(), dim))])
+
+
+def vector_batches(rows, dim):
+    """`rows` rows in batches of VECTOR_BATCH: ids, and vectors whose values are i / 1000
+    (row r's vector is the block after row r - 1's, wrapping every batch)."""
+    n = VECTOR_BATCH
+    values = pc.divide(pc.cast(pa.array(range(n * dim), pa.int32()), pa.float32()), pa.scalar(1000, pa.float32()))
+    emb = pa.FixedSizeListArray.from_arrays(values, dim)
+    for first in range(0, rows, n):
+        k = min(n, rows - first)
+        yield pa.record_batch([pa.array(range(first, first + k), pa.int64()), emb.slice(0, k)], schema=vector_schema(dim))
+
+
+def peak_mib():
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def vector_phase(name, uri, rows, dim, phase, out):
+    try:
+        started = time.perf_counter()
+        if phase == "append":
+            reader = pa.RecordBatchReader.from_batches(vector_schema(dim), vector_batches(rows, dim))
+            if name == "concord":
+                import concord
+
+                concord.create(uri, vector_schema(dim)).append(reader)
+            elif name == "lance":
+                import lance
+
+                lance.write_dataset(reader, uri, schema=vector_schema(dim))
+            else:
+                import deltalake
+
+                deltalake.write_deltalake(uri, reader)
+        else:
+            table = system(name, uri, False).read()
+            seconds, peak = time.perf_counter() - started, peak_mib()
+            assert table.num_rows == rows, (name, table.num_rows)
+            if not table.column("id").slice(0, 1).equals(pa.chunked_array([pa.array([0], pa.int64())])):
+                table = table.sort_by("id")
+            first = next(vector_batches(rows, dim))
+            got = table.slice(0, first.num_rows)
+            assert got.column("id").equals(pa.chunked_array([first.column(0)])), name
+            emb = got.column("emb").combine_chunks()
+            assert emb.cast(pa.list_(pa.float32(), dim)).equals(first.column(1)), f"{name}: vectors read back changed"
+            out.put({"s": seconds, "peak_mib": peak})
+            return
+        out.put({"s": time.perf_counter() - started, "peak_mib": peak_mib()})
+    except Exception:  # noqa: BLE001
+        out.put({"error": traceback.format_exc()[-800:]})
+
+
+def vectors(name, root, rows, dim):
+    uri = os.path.join(root, f"{name}-vectors")
+    result = {}
+    ctx = multiprocessing.get_context("spawn")
+    for phase in ("append", "read"):
+        out = ctx.Queue()
+        proc = ctx.Process(target=vector_phase, args=(name, uri, rows, dim, phase, out))
+        proc.start()
+        result[phase] = out.get()
+        proc.join()
+        if "error" in result[phase]:
+            raise RuntimeError(result[phase]["error"])
+    return result
+
+
 def read_big(name, root, rows):
     s = system(name, os.path.join(root, f"{name}-read"), True)
     per = 1_000_000
@@ -232,6 +310,15 @@ def report(results, args):
         row(f"{w} processes: failed appends; all rows present", lambda r, w=w: f"{r[f'w{w}']['failures']}; {fmt(r[f'w{w}']['rows_ok'])}")
     row(f"read {args.read_rows:,} rows into pyarrow, s (median of 3)", lambda r: fmt(r["read"]["s"], 2))
     row("read, M rows/s", lambda r: fmt(r["read"]["rows_per_s"] / 1e6, 1))
+    v = f"{args.vector_rows:,} x {args.vector_dim} float32"
+    row(
+        f"{v}: append from a stream, s / peak RSS MiB",
+        lambda r: f"{fmt(r['vectors']['append']['s'])} / {fmt(r['vectors']['append']['peak_mib'], 0)}",
+    )
+    row(
+        f"{v}: read into pyarrow, s / peak RSS MiB",
+        lambda r: f"{fmt(r['vectors']['read']['s'])} / {fmt(r['vectors']['read']['peak_mib'], 0)}",
+    )
     return "\n".join(lines)
 
 
@@ -255,6 +342,9 @@ def main():
     p.add_argument("--writers", default="8,16")
     p.add_argument("--appends", type=int, default=20, help="appends per writer process")
     p.add_argument("--read-rows", type=int, default=10_000_000)
+    p.add_argument("--vector-rows", type=int, default=1_000_000)
+    p.add_argument("--vector-dim", type=int, default=768)
+    p.add_argument("--workloads", default="small,big,writers,read,vectors", help="which workloads to run (comma-separated)")
     p.add_argument("--dir", default=None, help="folder for the tables (default: a temporary folder)")
     p.add_argument("--json", default=None)
     args = p.parse_args()
@@ -265,9 +355,12 @@ def main():
         # Workload by workload, each system in turn: on a shared machine, load that
         # comes and goes then weighs on all systems alike.
         names = args.systems.split(",")
+        wanted = args.workloads.split(",")
         steps = [("small", lambda name: single_small(name, root, args.small)), ("big", lambda name: single_big(name, root, args.big))]
         steps += [(f"w{w}", lambda name, w=w: concurrent(name, root, w, args.appends)) for w in args.writers]
         steps += [("read", lambda name: read_big(name, root, args.read_rows))]
+        steps += [("vectors", lambda name: vectors(name, root, args.vector_rows, args.vector_dim))]
+        steps = [(key, step) for key, step in steps if (key if not key.startswith("w") else "writers") in wanted]
         for key, step in steps:
             for name in names:
                 r = results.setdefault(name, {})

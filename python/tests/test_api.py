@@ -60,8 +60,8 @@ def test_create_with_a_pyarrow_schema_maps_types(local):
 
 
 def test_a_pyarrow_type_without_a_concord_type_is_invalid_input(local):
-    with pytest.raises(concord.InvalidInputError, match="has Arrow type List"):
-        concord.create(local.uri(), pa.schema([pa.field("xs", pa.list_(pa.int64()))]))
+    with pytest.raises(concord.InvalidInputError, match="has Arrow type Duration"):
+        concord.create(local.uri(), pa.schema([pa.field("xs", pa.duration("s"))]))
 
 
 def test_uris_file_and_memory(tmp_path):

@@ -101,6 +101,7 @@ impl<W: Write> RowWriter<W> {
                 }
             }
             RowFormat::Json => {
+                let batch = &text_map_keys(batch)?;
                 let mut writer = arrow::json::WriterBuilder::new()
                     .with_explicit_nulls(true)
                     .with_encoder_factory(Arc::new(SpecialFloats))
@@ -176,6 +177,14 @@ impl<W: Write> RowWriter<W> {
 
     /// CSV: an unquoted empty field is NULL, a quoted `""` the empty string.
     fn csv_header(&mut self) -> Result<(), Failure> {
+        let nested = |t: &DataType| matches!(t, DataType::List(_) | DataType::FixedSizeList(..) | DataType::Struct(_) | DataType::Map(..));
+        if let Some(f) = self.schema.fields().iter().find(|f| nested(f.data_type())) {
+            return Err(crate::exit::usage(format!(
+                "column '{}' is nested ({}): CSV holds flat values only; print it with --format json (or arrow), or leave it out with --columns",
+                f.name(),
+                concord::ColumnType::from_arrow(f).map(|t| t.to_string()).unwrap_or_else(|_| f.data_type().to_string())
+            )));
+        }
         let mut line = String::new();
         for (i, f) in self.schema.fields().iter().enumerate() {
             if i > 0 {
@@ -200,6 +209,33 @@ fn cells(batch: &RecordBatch, null: &str) -> Result<Vec<Vec<String>>, Failure> {
             Ok((0..batch.num_rows()).map(|i| f.value(i).to_string()).collect())
         })
         .collect()
+}
+
+/// `batch` with every map's keys as text (JSON object keys are strings; appends read
+/// them back into the map's key type).
+fn text_map_keys(batch: &RecordBatch) -> Result<RecordBatch, Failure> {
+    fn texted(t: &DataType) -> DataType {
+        let field = |f: &arrow::datatypes::FieldRef| Arc::new(f.as_ref().clone().with_data_type(texted(f.data_type())));
+        match t {
+            DataType::List(f) => DataType::List(field(f)),
+            DataType::FixedSizeList(f, n) => DataType::FixedSizeList(field(f), *n),
+            DataType::Struct(fs) => DataType::Struct(fs.iter().map(field).collect()),
+            DataType::Map(entries, sorted) => {
+                let DataType::Struct(kv) = entries.data_type() else { return t.clone() };
+                let key = Arc::new(kv[0].as_ref().clone().with_data_type(DataType::Utf8));
+                let kv = DataType::Struct(vec![key, field(&kv[1])].into());
+                DataType::Map(Arc::new(entries.as_ref().clone().with_data_type(kv)), *sorted)
+            }
+            other => other.clone(),
+        }
+    }
+    if batch.schema().fields().iter().all(|f| texted(f.data_type()) == *f.data_type()) {
+        return Ok(batch.clone());
+    }
+    let columns = batch.columns().iter().map(|c| arrow::compute::cast(c, &texted(c.data_type()))).collect::<Result<Vec<_>, _>>()?;
+    let fields: Vec<_> =
+        batch.schema().fields().iter().zip(&columns).map(|(f, c)| f.as_ref().clone().with_data_type(c.data_type().clone())).collect();
+    Ok(RecordBatch::try_new(Arc::new(arrow::datatypes::Schema::new(fields)), columns)?)
 }
 
 /// JSON has no literal for infinities and NaN (arrow's writer prints null, which

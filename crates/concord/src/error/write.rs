@@ -460,6 +460,16 @@ pub enum AlterError {
         /// The column.
         name: String,
     },
+    /// A change to a nested field that nested fields do not take: a field added to,
+    /// dropped from or renamed in something other than a struct, a struct's last field
+    /// dropped, a nested field added `not null` or with a default.
+    #[error("'{path}': {why}")]
+    NestedField {
+        /// The field's path, as given.
+        path: String,
+        /// What is not allowed, and what is.
+        why: String,
+    },
     /// A new required column without a value for existing rows.
     #[error("column '{name}' is not null but has no default, so existing rows would have no value; add a default (\"... not null default <expr>\") or make it nullable")]
     RequiredWithoutDefault {

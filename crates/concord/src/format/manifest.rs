@@ -231,6 +231,9 @@ pub struct NewColumn {
     /// The default's value as text castable to the type (evaluated at prepare time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<String>,
+    /// The field id of the struct it is added to; `None`: a column of the table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<u32>,
 }
 
 /// What a merge whose source lacks some columns records to re-run (see

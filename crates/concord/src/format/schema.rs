@@ -16,8 +16,9 @@ pub use super::types::{ColumnType, MAX_DECIMAL128_PRECISION, MAX_DECIMAL_PRECISI
 /// Metadata key under which Parquet stores a column's field id.
 pub(crate) const PARQUET_FIELD_ID_KEY: &str = "PARQUET:field_id";
 
-/// A column of a table.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A column of a table, or a nested field of one (a list's element, a struct's field, a
+/// map's key or value, a vector's element: see [`ColumnType::children`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Field {
     /// Stable id, unique within the table's whole history.
     pub id: u32,
@@ -159,6 +160,16 @@ pub enum ColumnNameError {
         /// The columns it matches.
         candidates: Vec<String>,
     },
+    /// A nested column named as a merge key.
+    #[error(
+        "column '{name}' is {column_type}: merge keys are flat columns (integers, decimals, text, dates, timestamps, ...), not nested ones"
+    )]
+    NestedKey {
+        /// The name.
+        name: String,
+        /// Its type.
+        column_type: String,
+    },
 }
 
 /// Most columns a table may have (wider tables are rejected at create and add-column).
@@ -197,22 +208,19 @@ impl ColumnSpec {
             }
             None => (rest, None),
         };
-        let rest: Vec<&str> = head.split_whitespace().collect();
-        if name.is_empty() && rest.is_empty() {
+        if name.is_empty() && head.trim().is_empty() {
             return Err(bad());
         }
-        let lower: Vec<String> = rest.iter().map(|w| w.to_ascii_lowercase()).collect();
-        let (type_words, nullable) = if lower.len() >= 2 && lower[lower.len() - 2..] == ["not", "null"] {
-            (&rest[..rest.len() - 2], false)
-        } else if lower.last().map(String::as_str) == Some("null") {
-            (&rest[..rest.len() - 1], true)
+        let (type_text, nullable) = super::nested::split_nullability(head.trim());
+        if type_text.is_empty() {
+            return Err(bad());
+        }
+        // Nested types keep their spacing (a struct field's quoted name may hold spaces).
+        let column_type: ColumnType = if type_text.contains(['<', '[']) {
+            type_text.parse()?
         } else {
-            (&rest[..], true)
+            type_text.split_whitespace().collect::<Vec<_>>().join(" ").parse()?
         };
-        if type_words.is_empty() {
-            return Err(bad());
-        }
-        let column_type: ColumnType = type_words.join(" ").parse()?;
         check_column_name(&name)?;
         Ok(ColumnSpec { name, column_type, nullable, default_sql })
     }
@@ -260,7 +268,7 @@ pub(crate) fn unquote(reference: &str) -> Option<&str> {
 
 /// The leading column name of `text` (double-quoted, or up to the first whitespace)
 /// and the rest. `None`: an unclosed quote.
-fn split_name(text: &str) -> Option<(String, &str)> {
+pub(super) fn split_name(text: &str) -> Option<(String, &str)> {
     let Some(quoted) = text.strip_prefix('"') else {
         let end = text.find(char::is_whitespace).unwrap_or(text.len());
         return Some((text[..end].to_string(), &text[end..]));
@@ -283,7 +291,7 @@ fn split_name(text: &str) -> Option<(String, &str)> {
 
 /// `definition` split at its top-level commas: not inside double or single quotes,
 /// parentheses or angle brackets (`decimal(10, 2)`, `map<varchar, int>`).
-fn split_columns(definition: &str) -> Vec<&str> {
+pub(super) fn split_columns(definition: &str) -> Vec<&str> {
     let (mut parts, mut start, mut depth) = (Vec::new(), 0, 0i32);
     let mut quote: Option<char> = None;
     for (i, c) in definition.char_indices() {
@@ -351,7 +359,11 @@ impl Schema {
         if fields.is_empty() {
             return Err(SchemaParseError::Empty);
         }
-        let next_field_id = fields.len() as u32;
+        // Nested fields are numbered after the columns, depth-first.
+        let mut next_field_id = fields.len() as u32;
+        for f in &mut fields {
+            f.column_type.assign_ids(&mut next_field_id);
+        }
         Ok(Schema { fields, next_field_id })
     }
 
@@ -404,7 +416,7 @@ impl Schema {
             self.fields
                 .iter()
                 .map(|f| {
-                    let field = f.column_type.arrow_field(&f.name, f.nullable);
+                    let field = f.column_type.arrow_field_ids(&f.name, f.nullable, true);
                     let mut metadata = field.metadata().clone();
                     metadata.insert(PARQUET_FIELD_ID_KEY.to_string(), f.id.to_string());
                     field.with_metadata(metadata)

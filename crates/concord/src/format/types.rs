@@ -9,14 +9,14 @@ use std::sync::Arc;
 use arrow::datatypes::{DataType as ArrowType, Field as ArrowField, TimeUnit};
 use serde::{Deserialize, Serialize};
 
-use super::schema::SchemaParseError;
+use super::schema::{Field, SchemaParseError};
 
 /// Column types, spelled as SQL names in manifests and on the command line (FORMAT.md
 /// §2 maps each to its Arrow and Iceberg types).
 ///
 /// Invariant: a type's SQL name parses back to the same type, so manifests store types
 /// as their names (the names of format 2's nine types are unchanged).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ColumnType {
     /// `boolean`.
@@ -69,6 +69,14 @@ pub enum ColumnType {
     TimestampNtz,
     /// `timestamp_ntz_ns`: a date and time of day in nanoseconds, no zone.
     TimestampNtzNs,
+    /// `list<T>`: lists of values of one type; the element is a field with its own id.
+    List(Box<Field>),
+    /// `struct<a T, b U, ...>`: named fields, each with its own id.
+    Struct(Vec<Field>),
+    /// `map<K, V>`: keys (never NULL) to values; key and value are fields with ids.
+    Map(Box<Field>, Box<Field>),
+    /// `T[n]`: exactly `n` values of type `T` (a vector, e.g. `float[768]`).
+    Vector(Box<Field>, u32),
 }
 
 /// Largest `decimal` precision (decimal256).
@@ -78,7 +86,8 @@ pub const MAX_DECIMAL128_PRECISION: u8 = 38;
 
 /// The types a schema string can name, for messages.
 pub(crate) const SUPPORTED_TYPES: &str = "boolean, tinyint, smallint, int, bigint, utinyint, usmallint, uint, ubigint, float, double, \
-decimal(p, s), varchar, binary, fixed(n), uuid, date, time, timestamp, timestamp_ns, timestamp_ntz, timestamp_ntz_ns";
+decimal(p, s), varchar, binary, fixed(n), uuid, date, time, timestamp, timestamp_ns, timestamp_ntz, timestamp_ntz_ns, \
+list<T>, struct<name T, ...>, map<K, V>, T[n]";
 
 impl ColumnType {
     /// One of each type (parameterised ones with typical parameters), for tests.
@@ -108,8 +117,11 @@ impl ColumnType {
     ];
 
     /// The SQL name (as in schemas, manifests and messages).
-    pub fn sql_name(self) -> String {
-        let name = match self {
+    pub fn sql_name(&self) -> String {
+        if let Some(name) = super::nested::sql_name(self) {
+            return name;
+        }
+        let name = match *self {
             ColumnType::Boolean => "boolean",
             ColumnType::Tinyint => "tinyint",
             ColumnType::Smallint => "smallint",
@@ -132,14 +144,21 @@ impl ColumnType {
             ColumnType::TimestampNs => "timestamp_ns",
             ColumnType::TimestampNtz => "timestamp_ntz",
             ColumnType::TimestampNtzNs => "timestamp_ntz_ns",
+            ColumnType::List(_) | ColumnType::Struct(_) | ColumnType::Map(..) | ColumnType::Vector(..) => unreachable!("named above"),
         };
         name.to_string()
     }
 
-    /// The Arrow type of its values.
-    pub fn arrow_type(self) -> ArrowType {
+    /// The Arrow type of its values (as scans return them: no field ids).
+    pub fn arrow_type(&self) -> ArrowType {
+        self.arrow_type_ids(false)
+    }
+
+    /// The Arrow type of its values; with `ids`, nested fields carry their field ids
+    /// (`PARQUET:field_id`), as written to data files.
+    pub(crate) fn arrow_type_ids(&self, ids: bool) -> ArrowType {
         let utc = || Some("UTC".into());
-        match self {
+        match *self {
             ColumnType::Boolean => ArrowType::Boolean,
             ColumnType::Tinyint => ArrowType::Int8,
             ColumnType::Smallint => ArrowType::Int16,
@@ -165,13 +184,21 @@ impl ColumnType {
             ColumnType::TimestampNs => ArrowType::Timestamp(TimeUnit::Nanosecond, utc()),
             ColumnType::TimestampNtz => ArrowType::Timestamp(TimeUnit::Microsecond, None),
             ColumnType::TimestampNtzNs => ArrowType::Timestamp(TimeUnit::Nanosecond, None),
+            ColumnType::List(_) | ColumnType::Struct(_) | ColumnType::Map(..) | ColumnType::Vector(..) => {
+                super::nested::arrow_type(self, ids)
+            }
         }
     }
 
     /// The Arrow field of a column of this type: [`Self::arrow_type`], and for `uuid`
     /// the `arrow.uuid` extension name (pyarrow reads it as `pa.uuid()`).
-    pub fn arrow_field(self, name: &str, nullable: bool) -> ArrowField {
-        let field = ArrowField::new(name, self.arrow_type(), nullable);
+    pub fn arrow_field(&self, name: &str, nullable: bool) -> ArrowField {
+        self.arrow_field_ids(name, nullable, false)
+    }
+
+    /// [`Self::arrow_field`], with nested field ids if `ids` (see [`Self::arrow_type_ids`]).
+    pub(crate) fn arrow_field_ids(&self, name: &str, nullable: bool, ids: bool) -> ArrowField {
+        let field = ArrowField::new(name, self.arrow_type_ids(ids), nullable);
         match self {
             ColumnType::Uuid => field.with_metadata(HashMap::from([(ARROW_EXTENSION_NAME_KEY.to_string(), UUID_EXTENSION.to_string())])),
             _ => field,
@@ -195,7 +222,7 @@ impl ColumnType {
     /// an integer into a wider one of the same signedness, an unsigned one into a
     /// wider signed one, `float` into `double`, a decimal into one of higher precision
     /// and the same scale.
-    pub fn widens_to(self, to: ColumnType) -> bool {
+    pub fn widens_to(&self, to: &ColumnType) -> bool {
         use ColumnType::*;
         let integer = |t: ColumnType| match t {
             Tinyint => Some((true, 8)),
@@ -208,10 +235,10 @@ impl ColumnType {
             Ubigint => Some((false, 64)),
             _ => None,
         };
-        match (self, to) {
+        match (self.clone(), to.clone()) {
             (Float, Double) => true,
             (Decimal { precision: p, scale: s }, Decimal { precision: q, scale: t }) => s == t && q > p,
-            _ => match (integer(self), integer(to)) {
+            _ => match (integer(self.clone()), integer(to.clone())) {
                 (Some((signed, bits)), Some((into_signed, into_bits))) => into_bits > bits && (signed == into_signed || into_signed),
                 _ => false,
             },
@@ -219,13 +246,13 @@ impl ColumnType {
     }
 
     /// Whether format 2 (nine types) has this type.
-    pub(crate) fn in_format_2(self) -> bool {
+    pub(crate) fn in_format_2(&self) -> bool {
         use ColumnType::*;
         matches!(self, Boolean | Int | Bigint | Float | Double | Varchar | Binary | Date | Timestamp)
     }
 
     /// Whether values of this type are integers.
-    pub fn is_integer(self) -> bool {
+    pub fn is_integer(&self) -> bool {
         self.arrow_type().is_integer()
     }
 }
@@ -235,7 +262,7 @@ pub(crate) const ARROW_EXTENSION_NAME_KEY: &str = "ARROW:extension:name";
 /// The name of Arrow's canonical UUID extension type.
 const UUID_EXTENSION: &str = "arrow.uuid";
 
-fn from_arrow_type(t: &ArrowType) -> Result<ColumnType, String> {
+pub(super) fn from_arrow_type(t: &ArrowType) -> Result<ColumnType, String> {
     use ArrowType as A;
     let utc = |zone: &Option<Arc<str>>| zone.as_deref().is_some_and(|z| matches!(z, "UTC" | "+00:00" | "Z" | "Etc/UTC" | "utc"));
     Ok(match t {
@@ -277,6 +304,9 @@ fn from_arrow_type(t: &ArrowType) -> Result<ColumnType, String> {
                 "timestamps in zone {zone} are not stored with their zone; the nearest type is {nearest} (UTC instants): convert the column to UTC first (pyarrow: pc.cast(column, pa.timestamp(unit, tz=\"UTC\")))"
             ));
         }
+        A::List(_) | A::LargeList(_) | A::ListView(_) | A::LargeListView(_) | A::FixedSizeList(..) | A::Struct(_) | A::Map(..) => {
+            return super::nested::from_arrow(t)
+        }
         A::Dictionary(_, values) => return from_arrow_type(values),
         A::RunEndEncoded(_, values) => return from_arrow_type(values.data_type()),
         other => return Err(format!("Arrow type {other} has no Concord column type; supported types: {SUPPORTED_TYPES}")),
@@ -289,22 +319,38 @@ impl fmt::Display for ColumnType {
     }
 }
 
+// Manifests spell a flat type as its SQL name and a nested one as an object whose
+// fields carry their ids (`super::nested::Repr`).
 impl Serialize for ColumnType {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.sql_name())
+        match super::nested::Repr::of(self) {
+            Some(repr) => repr.serialize(serializer),
+            None => serializer.serialize_str(&self.sql_name()),
+        }
     }
 }
 
 impl<'de> Deserialize<'de> for ColumnType {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let name = String::deserialize(deserializer)?;
-        name.parse().map_err(serde::de::Error::custom)
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Spelled {
+            Name(String),
+            Nested(super::nested::Repr),
+        }
+        match Spelled::deserialize(deserializer)? {
+            Spelled::Name(name) => name.parse().map_err(serde::de::Error::custom),
+            Spelled::Nested(repr) => Ok(repr.into_type()),
+        }
     }
 }
 
 impl FromStr for ColumnType {
     type Err = SchemaParseError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if let Some(nested) = super::nested::parse(s.trim()) {
+            return nested;
+        }
         let lower = s.trim().to_ascii_lowercase();
         let unknown = || SchemaParseError::UnknownType { type_name: s.trim().to_string() };
         if let Some(args) = parenthesised(&lower, &["decimal", "numeric"]) {
@@ -382,13 +428,13 @@ mod tests {
     #[test]
     fn every_type_parses_from_its_name_and_serialises_as_it() {
         for t in ColumnType::ALL {
-            assert_eq!(t.sql_name().parse::<ColumnType>(), Ok(t));
+            assert_eq!(t.sql_name().parse::<ColumnType>(), Ok(t.clone()));
             assert_eq!(serde_json::to_string(&t).unwrap(), format!("\"{}\"", t.sql_name()));
             assert_eq!(serde_json::from_str::<ColumnType>(&serde_json::to_string(&t).unwrap()).unwrap(), t);
-            assert_eq!(ColumnType::from_arrow(&t.arrow_field("x", true)), Ok(t), "{t} maps back from its Arrow field");
+            assert_eq!(ColumnType::from_arrow(&t.arrow_field("x", true)), Ok(t.clone()), "{t} maps back from its Arrow field");
         }
         let s = Schema::parse("amt decimal(10,2) not null, big NUMERIC(76, 38), v fixed( 4 ), at timestamptz").unwrap();
-        let types: Vec<ColumnType> = s.fields.iter().map(|f| f.column_type).collect();
+        let types: Vec<ColumnType> = s.fields.iter().map(|f| f.column_type.clone()).collect();
         assert_eq!(
             types,
             [

@@ -32,6 +32,7 @@ pub(crate) fn to_table_columns(
                 .position(|bf| file_schema.index_of(bf.name()).ok().and_then(|i| file_fields.get(i)).copied() == Some(field.id));
             match found {
                 Some(i) if batch.column(i).data_type() == out.data_type() => Ok(batch.column(i).clone()),
+                Some(i) if field.column_type.is_nested() => super::nested::by_id(batch.column(i), &field.column_type, out.data_type()),
                 // Files are written in the table's types; a value that does not convert
                 // means the file is not what its manifest says (never a silent NULL).
                 Some(i) => cast_with_options(batch.column(i), out.data_type(), &CastOptions { safe: false, ..Default::default() }),

@@ -40,7 +40,7 @@ pub(crate) enum Source {
 }
 
 /// `input` as values of `to`, exactly (see the module docs). NULLs stay NULL.
-pub(crate) fn to_column(input: &ArrayRef, to: ColumnType, source: Source) -> Result<ArrayRef, CastFailure> {
+pub(crate) fn to_column(input: &ArrayRef, to: &ColumnType, source: Source) -> Result<ArrayRef, CastFailure> {
     to_type(input, &to.arrow_type(), source)
 }
 
@@ -48,6 +48,9 @@ pub(crate) fn to_column(input: &ArrayRef, to: ColumnType, source: Source) -> Res
 pub(crate) fn to_type(input: &ArrayRef, target: &DataType, source: Source) -> Result<ArrayRef, CastFailure> {
     if input.data_type() == target {
         return Ok(input.clone());
+    }
+    if super::nested::is_nested(target) {
+        return super::nested::to_nested(input, target, source);
     }
     let from = input.data_type();
     if !accepts_type(from, target, source) {
@@ -83,11 +86,14 @@ pub(crate) fn to_type(input: &ArrayRef, target: &DataType, source: Source) -> Re
 
 /// Whether a column of type `to` takes values of type `from` from `source` (each value
 /// is then checked).
-pub(crate) fn accepts(from: &DataType, to: ColumnType, source: Source) -> bool {
+pub(crate) fn accepts(from: &DataType, to: &ColumnType, source: Source) -> bool {
     accepts_type(from, &to.arrow_type(), source)
 }
 
 fn accepts_type(from: &DataType, to: &DataType, source: Source) -> bool {
+    if super::nested::is_nested(to) {
+        return from == to || super::nested::accepts(from, to, source);
+    }
     from == to
         || match source {
             Source::Any => assignable(from, to),
@@ -440,8 +446,8 @@ mod tests {
         BooleanArray, Float32Array, Float64Array, Int64Array, StringArray, TimestampMicrosecondArray, TimestampNanosecondArray,
     };
 
-    fn value(input: ArrayRef, to: ColumnType) -> Result<String, CastFailure> {
-        to_column(&input, to, Source::Any).map(|a| display_value(a.as_ref(), 0))
+    fn value(input: ArrayRef, to: impl std::borrow::Borrow<ColumnType>) -> Result<String, CastFailure> {
+        to_column(&input, to.borrow(), Source::Any).map(|a| display_value(a.as_ref(), 0))
     }
 
     fn text(s: &str) -> ArrayRef {
@@ -474,7 +480,7 @@ mod tests {
         assert_eq!(value(truth.clone(), ColumnType::Int), Err(CastFailure::Type { found: "boolean".into() }));
         assert_eq!(value(int(1), ColumnType::Date), Err(CastFailure::Type { found: "bigint".into() }));
         let nulls = Arc::new(StringArray::from(vec![None, Some("5")])) as ArrayRef;
-        let out = to_column(&nulls, ColumnType::Int, Source::Any).unwrap();
+        let out = to_column(&nulls, &ColumnType::Int, Source::Any).unwrap();
         assert_eq!((out.is_null(0), display_value(out.as_ref(), 1)), (true, "5".into()));
     }
 
@@ -483,7 +489,7 @@ mod tests {
         // Nanoseconds into microseconds: only when they are zero.
         let nanos = Arc::new(TimestampNanosecondArray::from(vec![1_700_000_000_123_456_000, 1_700_000_000_123_456_789])) as ArrayRef;
         assert_eq!(
-            to_column(&nanos, ColumnType::Timestamp, Source::Typed),
+            to_column(&nanos, &ColumnType::Timestamp, Source::Typed),
             Err(CastFailure::Value { row: 1, value: "2023-11-14T22:13:20.123456789".into() })
         );
         assert_eq!(value(text("2024-01-01T00:00:00.123456789Z"), ColumnType::Timestamp), bad(0, "2024-01-01T00:00:00.123456789Z"));
@@ -508,14 +514,14 @@ mod tests {
         let huge = Arc::new(Int64Array::from(vec![i64::MAX])) as ArrayRef;
         assert_eq!(value(huge, ColumnType::Double), bad(0, "9223372036854775807"));
         let tenth = Arc::new(Float64Array::from(vec![0.1, 0.123456789])) as ArrayRef;
-        assert_eq!(to_column(&tenth, ColumnType::Float, Source::Typed), Err(CastFailure::Value { row: 1, value: "0.123456789".into() }));
+        assert_eq!(to_column(&tenth, &ColumnType::Float, Source::Typed), Err(CastFailure::Value { row: 1, value: "0.123456789".into() }));
         let narrow = Arc::new(Float32Array::from(vec![0.1f32])) as ArrayRef;
-        assert!(to_column(&narrow, ColumnType::Double, Source::Typed).is_ok());
+        assert!(to_column(&narrow, &ColumnType::Double, Source::Typed).is_ok());
     }
 
     #[test]
     fn new_types_keep_every_digit_or_refuse() {
-        let money = ColumnType::Decimal { precision: 5, scale: 2 };
+        let money = &ColumnType::Decimal { precision: 5, scale: 2 };
         assert_eq!(value(text("123.45"), money), Ok("123.45".into()));
         assert_eq!(value(text("1.2300"), money), Ok("1.23".into()));
         assert_eq!(value(text("1.234"), money), bad(0, "1.234"));
@@ -533,19 +539,19 @@ mod tests {
         assert_eq!(value(text("2024-01-01T10:00:00Z"), ColumnType::TimestampNtz), bad(0, "2024-01-01T10:00:00Z"));
         assert_eq!(value(text("2024-01-01T10:00:00+02:00"), ColumnType::TimestampNtz), bad(0, "2024-01-01T10:00:00+02:00"));
         let utc = Arc::new(TimestampMicrosecondArray::from(vec![0]).with_timezone("UTC")) as ArrayRef;
-        assert_eq!(to_column(&utc, ColumnType::TimestampNtz, Source::Typed), Err(CastFailure::Type { found: "timestamp".into() }));
+        assert_eq!(to_column(&utc, &ColumnType::TimestampNtz, Source::Typed), Err(CastFailure::Type { found: "timestamp".into() }));
         let nanos = Arc::new(TimestampNanosecondArray::from(vec![1_700_000_000_123_456_789])) as ArrayRef;
-        assert!(to_column(&nanos, ColumnType::TimestampNtzNs, Source::Typed).is_ok());
+        assert!(to_column(&nanos, &ColumnType::TimestampNtzNs, Source::Typed).is_ok());
         assert_eq!(value(text("2023-11-14T22:13:20.123456789Z"), ColumnType::TimestampNs), Ok("2023-11-14T22:13:20.123456789Z".into()));
     }
 
     #[test]
     fn typed_input_is_checked_by_value_within_its_kind() {
         let small = Arc::new(Int64Array::from(vec![1, 2, 3])) as ArrayRef;
-        assert!(to_column(&small, ColumnType::Int, Source::Typed).is_ok());
+        assert!(to_column(&small, &ColumnType::Int, Source::Typed).is_ok());
         let large = Arc::new(Int64Array::from(vec![1, 3_000_000_000])) as ArrayRef;
-        assert_eq!(to_column(&large, ColumnType::Int, Source::Typed), Err(CastFailure::Value { row: 1, value: "3000000000".into() }));
-        assert_eq!(to_column(&text("1.5"), ColumnType::Double, Source::Typed), Err(CastFailure::Type { found: "varchar".into() }));
-        assert_eq!(to_column(&small, ColumnType::Varchar, Source::Typed), Err(CastFailure::Type { found: "bigint".into() }));
+        assert_eq!(to_column(&large, &ColumnType::Int, Source::Typed), Err(CastFailure::Value { row: 1, value: "3000000000".into() }));
+        assert_eq!(to_column(&text("1.5"), &ColumnType::Double, Source::Typed), Err(CastFailure::Type { found: "varchar".into() }));
+        assert_eq!(to_column(&small, &ColumnType::Varchar, Source::Typed), Err(CastFailure::Type { found: "bigint".into() }));
     }
 }

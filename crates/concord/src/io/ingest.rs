@@ -140,7 +140,7 @@ impl<'a> Ctx<'a> {
         File::open(path).map_err(|source| InputError::Io { file: self.file.to_string(), source })
     }
 
-    fn mismatch(&self, column: &str, expected: ColumnType, found: impl Into<String>) -> InputError {
+    fn mismatch(&self, column: &str, expected: &ColumnType, found: impl Into<String>) -> InputError {
         InputError::TypeMismatch {
             file: self.file.to_string(),
             column: column.to_string(),
@@ -162,6 +162,7 @@ impl<'a> Ctx<'a> {
                 ColumnNameError::Ambiguous { candidates, .. } => {
                     InputError::AmbiguousColumn { file: self.file.to_string(), column: name.to_string(), candidates }
                 }
+                other => self.unparsable(other),
             })?;
             if !seen.insert(field.id) {
                 return Err(self.unparsable(format!("column '{}' appears more than once", field.name)));
@@ -187,7 +188,7 @@ impl<'a> Ctx<'a> {
     fn check_types(&mut self, input: &ArrowSchema) -> Result<(), InputError> {
         self.map_names(input.fields().iter().map(|f| f.name().as_str()))?;
         for (f, name) in input.fields().iter().zip(&self.names) {
-            let ty = self.column(name).column_type;
+            let ty = &self.column(name).column_type;
             if !cast::accepts(f.data_type(), ty, Source::Typed) {
                 return Err(self.mismatch(name, ty, sql_type_name(f.data_type())));
             }
@@ -262,8 +263,8 @@ impl<'a> Ctx<'a> {
             }
             _ => input,
         };
-        cast::to_column(input, field.column_type, self.source).map_err(|e| match e {
-            CastFailure::Type { found } => self.mismatch(&field.name, field.column_type, found),
+        cast::to_column(input, &field.column_type, self.source).map_err(|e| match e {
+            CastFailure::Type { found } => self.mismatch(&field.name, &field.column_type, found),
             CastFailure::Value { row, value } => InputError::InvalidValue {
                 file: self.file.to_string(),
                 line: line_of(first_row + row),
@@ -286,6 +287,10 @@ fn read_csv(path: &Path, ctx: &mut Ctx<'_>, sink: &mut Sink<'_>) -> Result<(), I
     }
     let header: Vec<String> = fields.iter().map(|f| f.text.trim().to_string()).collect();
     ctx.map_names(header.iter().map(String::as_str))?;
+    if let Some(name) = ctx.names.iter().find(|n| ctx.column(n).column_type.is_nested()) {
+        let expected = &ctx.column(name).column_type;
+        return Err(ctx.mismatch(name, expected, "CSV text (CSV holds flat values: append nested columns from NDJSON, Parquet or Arrow)"));
+    }
     let text_schema =
         Arc::new(ArrowSchema::new(header.iter().map(|h| arrow::datatypes::Field::new(h, DataType::Utf8, true)).collect::<Vec<_>>()));
     let mut first_row = 0usize;
@@ -343,7 +348,7 @@ fn read_json(path: &Path, ctx: &mut Ctx<'_>, sink: &mut Sink<'_>) -> Result<(), 
     let keys: Vec<String> = keys.into_iter().collect();
     let text_schema =
         Arc::new(ArrowSchema::new(keys.iter().map(|k| arrow::datatypes::Field::new(k, DataType::Utf8, true)).collect::<Vec<_>>()));
-    let kinds: Vec<JsonKind> = ctx.names.iter().map(|name| JsonKind::of(ctx.column(name).column_type)).collect();
+    let kinds: Vec<JsonKind> = ctx.names.iter().map(|name| JsonKind::of(&ctx.column(name).column_type)).collect();
     let mut columns: Vec<Vec<Option<String>>> = vec![Vec::with_capacity(BATCH_SIZE); keys.len()];
     let mut batch_lines: Vec<u64> = Vec::with_capacity(BATCH_SIZE);
     let mut first_row = 0usize;
@@ -363,7 +368,7 @@ fn read_json(path: &Path, ctx: &mut Ctx<'_>, sink: &mut Sink<'_>) -> Result<(), 
                     line,
                     column: ctx.names[k].clone(),
                     value: raw.to_string(),
-                    expected: kinds[k].expected(ctx.column(&ctx.names[k]).column_type, value),
+                    expected: kinds[k].expected(&ctx.column(&ctx.names[k]).column_type, value),
                 })?),
             };
             columns[k].push(cell);
@@ -413,11 +418,14 @@ enum JsonKind {
     Decimal,
     Text,
     Boolean,
+    /// A JSON array (a list or vector) or object (a struct or map), as its raw text.
+    Nested,
 }
 
 impl JsonKind {
-    fn of(column: ColumnType) -> Self {
+    fn of(column: &ColumnType) -> Self {
         match column {
+            t if t.is_nested() => JsonKind::Nested,
             ColumnType::Decimal { .. } => JsonKind::Decimal,
             t if t.is_integer() => JsonKind::Number { float: false },
             ColumnType::Float | ColumnType::Double => JsonKind::Number { float: true },
@@ -437,19 +445,22 @@ impl JsonKind {
             }
             (JsonKind::Text, serde_json::Value::String(s)) => Some(s.clone()),
             (JsonKind::Boolean, serde_json::Value::Bool(b)) => Some(b.to_string()),
+            (JsonKind::Nested, serde_json::Value::Array(_) | serde_json::Value::Object(_)) => Some(raw.trim().to_string()),
             _ => None,
         }
     }
 
     /// What a value of a column of this kind must be, and what `found` is, for messages.
-    fn expected(self, column: ColumnType, found: &serde_json::Value) -> String {
+    fn expected(self, column: &ColumnType, found: &serde_json::Value) -> String {
         let must = match self {
             JsonKind::Number { float: true } => "a JSON number, or \"NaN\", \"Infinity\", \"-Infinity\"",
             JsonKind::Number { float: false } => "a JSON number",
             JsonKind::Decimal => "a JSON number, or a string of one",
             JsonKind::Boolean => "true or false",
+            JsonKind::Nested if matches!(column, ColumnType::Struct(_) | ColumnType::Map(..)) => "a JSON object",
+            JsonKind::Nested => "a JSON array",
             JsonKind::Text if matches!(column, ColumnType::Binary | ColumnType::Fixed(_)) => "a JSON string of hex digits",
-            JsonKind::Text if column == ColumnType::Uuid => "a JSON string of a UUID (hex digits, hyphens optional)",
+            JsonKind::Text if *column == ColumnType::Uuid => "a JSON string of a UUID (hex digits, hyphens optional)",
             JsonKind::Text => "a JSON string",
         };
         let found = match found {

@@ -39,7 +39,14 @@ impl KeySet {
     /// The key columns `names` (each resolved by [`Schema::resolve`]) of `table`, in
     /// table order.
     pub(crate) fn fields_for(table: &Schema, names: &[String]) -> Result<Vec<Field>, ColumnNameError> {
-        let ids = names.iter().map(|n| table.resolve(n.trim()).map(|f| f.id)).collect::<Result<Vec<_>, _>>()?;
+        let mut ids = Vec::with_capacity(names.len());
+        for name in names {
+            let field = table.resolve(name.trim())?;
+            if field.column_type.is_nested() {
+                return Err(ColumnNameError::NestedKey { name: field.name.clone(), column_type: field.column_type.sql_name() });
+            }
+            ids.push(field.id);
+        }
         Ok(table.fields.iter().filter(|f| ids.contains(&f.id)).cloned().collect())
     }
 

@@ -75,6 +75,27 @@ fn check_size(sql: &str) -> Result<(), PredicateError> {
     Ok(())
 }
 
+/// `sql` with every unquoted keyword that follows a `.` written as a quoted name
+/// (`payload.user.id` as `payload."user".id`, lower-case as unquoted names are): the
+/// SQL parser reads `user` after a dot as the `USER` function, never as a struct field.
+/// `None` if nothing changes.
+pub(crate) fn quote_field_keywords(sql: &str) -> Option<String> {
+    use datafusion::sql::sqlparser::dialect::GenericDialect;
+    use datafusion::sql::sqlparser::keywords::Keyword;
+    use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
+    let mut tokens = Tokenizer::new(&GenericDialect {}, sql).tokenize().ok()?;
+    let mut changed = false;
+    for i in 1..tokens.len() {
+        if let (Token::Period, Token::Word(w)) = (&tokens[i - 1], &tokens[i]) {
+            if w.quote_style.is_none() && w.keyword != Keyword::NoKeyword {
+                tokens[i] = Token::make_word(&w.value.to_lowercase(), Some('"'));
+                changed = true;
+            }
+        }
+    }
+    changed.then(|| tokens.iter().map(ToString::to_string).collect())
+}
+
 /// `sql` planned against `table`: parsed, its column names resolved by the one rule
 /// ([`Schema::resolve`]), its comparisons checked for types that compare, `now()`
 /// fixed at `now`, constants folded. Nothing here reads data, so every mistake in
@@ -84,7 +105,8 @@ fn plan(sql: &str, table: &Schema, now: DateTime<Utc>, state: &SessionState) -> 
     let full = table.arrow_schema();
     let df_full = DFSchema::try_from(full.as_ref().clone()).map_err(|e| invalid(sql, e))?;
     let dialect = state.config().options().sql_parser.dialect;
-    let mut ast = state.sql_to_expr_with_alias(sql, &dialect).map_err(|e| classify(sql, table, e))?;
+    let quoted = quote_field_keywords(sql);
+    let mut ast = state.sql_to_expr_with_alias(quoted.as_deref().unwrap_or(sql), &dialect).map_err(|e| classify(sql, table, e))?;
     resolve_identifiers(sql, table, &mut ast.expr)?;
     check_numbers(sql, &mut ast.expr)?;
     let inexact = super::literals::inexact_numbers(&ast.expr);
@@ -122,6 +144,7 @@ fn resolve_identifiers(sql: &str, table: &Schema, expr: &mut SqlExpr) -> Result<
                         candidates,
                     })
                 }
+                Err(other) => return ControlFlow::Break(invalid(sql, other)),
             }
         }
         ControlFlow::Continue(())

@@ -23,8 +23,8 @@ pub(crate) const MAX_STAT_BYTES: usize = 64;
 /// Statistics of `field`'s values in `arrays` (the pieces of one file's column).
 pub(crate) fn column_stats(field: &Field, arrays: &[&ArrayRef]) -> ColumnStats {
     let nulls = arrays.iter().map(|a| a.null_count() as u64).sum();
-    let (min, max) = match bounds(field.column_type, arrays) {
-        Some((min, max)) if round_trips(field.column_type, &min) && round_trips(field.column_type, &max) => (Some(min), Some(max)),
+    let (min, max) = match bounds(&field.column_type, arrays) {
+        Some((min, max)) if round_trips(&field.column_type, &min) && round_trips(&field.column_type, &max) => (Some(min), Some(max)),
         _ => (None, None),
     };
     ColumnStats { field: field.id, nulls, min, max }
@@ -42,7 +42,7 @@ pub(crate) fn file_stats(fields: &[Field], columns: &[usize], batches: &[RecordB
 }
 
 /// The smallest and largest non-NULL value as text, if the type records them.
-fn bounds(t: ColumnType, arrays: &[&ArrayRef]) -> Option<(String, String)> {
+fn bounds(t: &ColumnType, arrays: &[&ArrayRef]) -> Option<(String, String)> {
     match t {
         ColumnType::Int => fold(arrays, primitive::<Int32Type>).map(|(a, b)| (a.to_string(), b.to_string())),
         ColumnType::Bigint => fold(arrays, primitive::<Int64Type>).map(|(a, b)| (a.to_string(), b.to_string())),
@@ -69,6 +69,8 @@ fn bounds(t: ColumnType, arrays: &[&ArrayRef]) -> Option<(String, String)> {
         }
         // Bytes are compared as bytes; no text form is kept for them.
         ColumnType::Binary | ColumnType::Fixed(_) | ColumnType::Uuid => None,
+        // Nested columns keep no bounds (their values have no order readers prune by).
+        t if t.is_nested() => None,
         _ => {
             let lo = extreme(t, arrays, false)?;
             let hi = extreme(t, arrays, true)?;
@@ -80,7 +82,7 @@ fn bounds(t: ColumnType, arrays: &[&ArrayRef]) -> Option<(String, String)> {
 /// The smallest (or largest) non-NULL value of a column of the types the explicit
 /// arms of [`bounds`] do not cover (integers of other widths, decimals, times, other
 /// timestamps), by DataFusion's min/max, which orders them as comparisons do.
-fn extreme(t: ColumnType, arrays: &[&ArrayRef], largest: bool) -> Option<ScalarValue> {
+fn extreme(t: &ColumnType, arrays: &[&ArrayRef], largest: bool) -> Option<ScalarValue> {
     use datafusion::functions_aggregate::min_max::{MaxAccumulator, MinAccumulator};
     use datafusion::logical_expr::Accumulator;
     let data_type = t.arrow_type();
@@ -150,7 +152,7 @@ fn timestamp_text(micros: i64) -> Option<String> {
 }
 
 /// `text` as a value of type `t` (`None` if it is not one).
-pub(crate) fn parse_value(t: ColumnType, text: &str) -> Option<ScalarValue> {
+pub(crate) fn parse_value(t: &ColumnType, text: &str) -> Option<ScalarValue> {
     Some(match t {
         ColumnType::Int => ScalarValue::Int32(Some(text.parse().ok()?)),
         ColumnType::Bigint => ScalarValue::Int64(Some(text.parse().ok()?)),
@@ -167,12 +169,13 @@ pub(crate) fn parse_value(t: ColumnType, text: &str) -> Option<ScalarValue> {
             ScalarValue::TimestampMicrosecond(Some(at.timestamp_micros()), Some("UTC".into()))
         }
         ColumnType::Binary | ColumnType::Fixed(_) | ColumnType::Uuid => return None,
+        t if t.is_nested() => return None,
         _ => ScalarValue::try_from_string(text.to_string(), &t.arrow_type()).ok().filter(|v| !v.is_null())?,
     })
 }
 
 /// Whether `text` parses back to a value that prints as `text` (so the bound is exact).
-fn round_trips(t: ColumnType, text: &str) -> bool {
+fn round_trips(t: &ColumnType, text: &str) -> bool {
     let Some(value) = parse_value(t, text) else { return false };
     let again = match (&value, t) {
         (ScalarValue::Float32(Some(v)), _) => float_text(*v),
@@ -209,8 +212,8 @@ pub(crate) fn summary(fragment: &Fragment, field: &Field) -> Summary {
         // float it bounds (0.100000001...): the bounds of a widened float are unknown.
         Some(s) if field.widened_from == Some(ColumnType::Float) => Summary { nulls: Some(s.nulls), ..Summary::default() },
         Some(s) => Summary {
-            min: s.min.as_deref().and_then(|t| parse_value(field.column_type, t)),
-            max: s.max.as_deref().and_then(|t| parse_value(field.column_type, t)),
+            min: s.min.as_deref().and_then(|t| parse_value(&field.column_type, t)),
+            max: s.max.as_deref().and_then(|t| parse_value(&field.column_type, t)),
             nulls: Some(s.nulls),
         },
     }
@@ -284,15 +287,15 @@ mod tests {
         assert_eq!((s.min.as_deref(), s.max.as_deref()), (Some("2.5"), Some("1e300")));
         let s = stats("float", Arc::new(arrow::array::Float32Array::from(vec![0.1f32, 3.0])));
         assert_eq!((s.min.as_deref(), s.max.as_deref()), (Some("0.1"), Some("3")));
-        assert_eq!(parse_value(ColumnType::Double, "0.1"), Some(ScalarValue::Float64(Some(0.1))));
+        assert_eq!(parse_value(&ColumnType::Double, "0.1"), Some(ScalarValue::Float64(Some(0.1))));
         let s = stats("date", Arc::new(Date32Array::from(vec![0, 19_000])));
         assert_eq!((s.min.as_deref(), s.max.as_deref()), (Some("1970-01-01"), Some("2022-01-08")));
-        assert_eq!(parse_value(ColumnType::Date, "2022-01-08"), Some(ScalarValue::Date32(Some(19_000))));
+        assert_eq!(parse_value(&ColumnType::Date, "2022-01-08"), Some(ScalarValue::Date32(Some(19_000))));
         let ts = TimestampMicrosecondArray::from(vec![1_700_000_000_123_456, -1]).with_timezone("UTC");
         let s = stats("timestamp", Arc::new(ts));
         assert_eq!((s.min.as_deref(), s.max.as_deref()), (Some("1969-12-31T23:59:59.999999Z"), Some("2023-11-14T22:13:20.123456Z")));
         assert_eq!(
-            parse_value(ColumnType::Timestamp, "2023-11-14T22:13:20.123456Z"),
+            parse_value(&ColumnType::Timestamp, "2023-11-14T22:13:20.123456Z"),
             Some(ScalarValue::TimestampMicrosecond(Some(1_700_000_000_123_456), Some("UTC".into())))
         );
         let s = stats("varchar", Arc::new(StringArray::from(vec![Some("b"), Some("a"), None, Some("é")])));

@@ -175,8 +175,14 @@ fn encode(schema: &Schema, batches: Vec<RecordBatch>, size_hint: usize) -> Resul
     let mut writer =
         ArrowWriter::try_new(Vec::with_capacity(size_hint + (1 << 20)), file_schema.clone(), Some(props)).map_err(WriteError::encode)?;
     for batch in batches {
-        let batch = RecordBatch::try_new(file_schema.clone(), keep.iter().map(|&i| batch.column(i).clone()).collect())
+        // Nested columns get their fields' ids (the same arrays, relabelled).
+        let columns = keep
+            .iter()
+            .zip(file_schema.fields())
+            .map(|(&i, f)| super::nested::relabel(batch.column(i), f.data_type()))
+            .collect::<Result<Vec<_>, _>>()
             .map_err(WriteError::encode)?;
+        let batch = RecordBatch::try_new(file_schema.clone(), columns).map_err(WriteError::encode)?;
         // Row groups end at ROW_GROUP_ROWS rows (the writer's setting) or ROW_GROUP_BYTES
         // of Arrow data, whichever comes first.
         let row_bytes = row_bytes(&batch);

@@ -116,7 +116,8 @@ impl SqlSession {
         crate::io::predicate::check_query_size(sql).map_err(SqlError::TooLarge)?;
         let state = self.context.state();
         let dialect = state.config().options().sql_parser.dialect;
-        let mut statement = state.sql_to_statement(sql, &dialect)?;
+        let quoted = crate::io::predicate::quote_field_keywords(sql);
+        let mut statement = state.sql_to_statement(quoted.as_deref().unwrap_or(sql), &dialect)?;
         only_queries(&statement)?;
         if let DFStatement::Statement(inner) = &mut statement {
             let tables = self.tables.lock().unwrap_or_else(|e| e.into_inner()).clone();

@@ -10,7 +10,8 @@ use chrono::{DateTime, Utc};
 use super::{Table, WriteProgress};
 use crate::error::{AlterError, DefaultProblem, PredicateError, WriteError};
 use crate::format::manifest::{IsolationLevel, NewColumn, Operation, PROPERTY_COOPERATIVE, PROPERTY_ISOLATION};
-use crate::format::schema::{ColumnSpec, Field, Schema, SchemaParseError, MAX_COLUMNS};
+use crate::format::nested::split_path;
+use crate::format::schema::{ColumnSpec, ColumnType, Field, Schema, SchemaParseError, MAX_COLUMNS};
 use crate::io::cast::{self, CastFailure};
 use crate::io::predicate;
 use crate::io::writer::MAX_ROWS_PER_FILE;
@@ -23,14 +24,23 @@ pub const DEFAULT_COMPACT_TARGET_ROWS: u64 = MAX_ROWS_PER_FILE as u64;
 const KNOWN_PROPERTIES: &[(&str, &str)] = &[(PROPERTY_ISOLATION, "serializable or snapshot"), (PROPERTY_COOPERATIVE, "true or false")];
 
 impl Table {
-    /// Prepares an added column (`name type [not null] [default <SQL expression>]`).
+    /// Prepares an added column (`name type [not null] [default <SQL expression>]`), or
+    /// an added struct field (`column.field type`, or deeper: `a.b.c type`; the name up
+    /// to its last dot names a struct, when its first part names a column).
     pub(super) async fn prepare_add_column(&self, definition: &str) -> Result<PreparedTransaction, WriteError> {
         let base = self.write_base().await?;
         let spec = ColumnSpec::parse(definition).map_err(AlterError::from)?;
-        if base.schema().field(&spec.name).is_some() {
+        let schema = base.schema();
+        if schema.field(&spec.name).is_some() {
             return Err(AlterError::ColumnExists { name: spec.name }.into());
         }
-        let count = base.schema().fields.len() + 1;
+        let segments = split_path(&spec.name);
+        let quoted = definition.trim_start().starts_with('"');
+        if !quoted && segments.len() > 1 && schema.resolve(&segments[0]).is_ok() {
+            let column = new_struct_field(schema, &spec, &segments)?;
+            return Ok(base.transaction(Operation::AddColumn { column }, base.env.clock.now()));
+        }
+        let count = schema.fields.len() + 1;
         if count > MAX_COLUMNS {
             return Err(AlterError::Definition(SchemaParseError::TooManyColumns { count, limit: MAX_COLUMNS }).into());
         }
@@ -42,21 +52,28 @@ impl Table {
         if !spec.nullable && default.is_none() {
             return Err(AlterError::RequiredWithoutDefault { name: spec.name }.into());
         }
-        let column = NewColumn { name: spec.name, column_type: spec.column_type, nullable: spec.nullable, default };
+        let column = NewColumn { name: spec.name, column_type: spec.column_type, nullable: spec.nullable, default, parent: None };
         Ok(base.transaction(Operation::AddColumn { column }, now))
     }
 
-    /// Prepares a dropped column.
+    /// Prepares a dropped column or struct field.
     pub(super) async fn prepare_drop_column(&self, name: &str) -> Result<PreparedTransaction, WriteError> {
         let base = self.write_base().await?;
         let field = base.existing_column(name)?;
-        if base.schema().fields.len() == 1 {
-            return Err(AlterError::LastColumn { name: name.to_string() }.into());
+        let beside = struct_field_siblings(base.schema(), field, name, "dropped")?;
+        if beside.len() == 1 {
+            return Err(match base.schema().fields.iter().any(|f| f.id == field.id) {
+                true => AlterError::LastColumn { name: name.to_string() },
+                false => {
+                    AlterError::NestedField { path: name.to_string(), why: "a struct keeps at least one field (add another first)".into() }
+                }
+            }
+            .into());
         }
         Ok(base.transaction(Operation::DropColumn { field_id: field.id, name: field.name.clone() }, base.env.clock.now()))
     }
 
-    /// Prepares a renamed column.
+    /// Prepares a renamed column or struct field.
     pub(super) async fn prepare_rename_column(&self, from: &str, to: &str) -> Result<PreparedTransaction, WriteError> {
         let base = self.write_base().await?;
         let field = base.existing_column(from)?;
@@ -66,7 +83,7 @@ impl Table {
             None => to.trim().to_string(),
         };
         crate::format::schema::check_column_name(&to).map_err(AlterError::from)?;
-        if base.schema().field(&to).is_some() {
+        if struct_field_siblings(base.schema(), field, from, "renamed")?.iter().any(|f| f.name == to) {
             return Err(AlterError::ColumnExists { name: to }.into());
         }
         Ok(base.transaction(Operation::RenameColumn { field_id: field.id, from: field.name.clone(), to }, base.env.clock.now()))
@@ -77,10 +94,10 @@ impl Table {
         let base = self.write_base().await?;
         let field = base.existing_column(name)?;
         let to: crate::format::schema::ColumnType = to.parse().map_err(AlterError::from)?;
-        if !field.column_type.widens_to(to) {
-            return Err(AlterError::NotWider { name: field.name.clone(), from: field.column_type, to }.into());
+        if !field.column_type.widens_to(&to) {
+            return Err(AlterError::NotWider { name: field.name.clone(), from: field.column_type.clone(), to }.into());
         }
-        let operation = Operation::WidenColumn { field_id: field.id, name: field.name.clone(), from: field.column_type, to };
+        let operation = Operation::WidenColumn { field_id: field.id, name: field.name.clone(), from: field.column_type.clone(), to };
         Ok(base.transaction(operation, base.env.clock.now()))
     }
 
@@ -116,8 +133,44 @@ impl Table {
     }
 
     fn existing_column(&self, name: &str) -> Result<&Field, AlterError> {
-        Ok(self.schema().resolve(name)?)
+        Ok(self.schema().resolve_path(name)?)
     }
+}
+
+/// The fields beside `field` (the table's columns, or its struct's fields): those a
+/// rename must not take the name of. Refused for a list's element or a map's key or
+/// value, which are not named by users.
+fn struct_field_siblings<'a>(schema: &'a Schema, field: &Field, path: &str, what: &str) -> Result<&'a [Field], AlterError> {
+    schema.siblings_of(field.id).ok_or_else(|| AlterError::NestedField {
+        path: path.to_string(),
+        why: format!("only columns and struct fields are {what}; a list's element and a map's key and value stay as they are"),
+    })
+}
+
+/// The struct field `spec` adds (its name a path of `segments`): nullable, without a
+/// default (rows written before have no struct value to give it one).
+fn new_struct_field(schema: &Schema, spec: &ColumnSpec, segments: &[String]) -> Result<NewColumn, AlterError> {
+    let (leaf, parents) = segments.split_last().expect("a path has segments");
+    let path = parents.join(".");
+    let parent = schema.resolve_path(&path)?;
+    let ColumnType::Struct(fields) = &parent.column_type else {
+        return Err(AlterError::NestedField {
+            path: spec.name.clone(),
+            why: format!("'{path}' is {}, not a struct: fields are added to structs", parent.column_type),
+        });
+    };
+    let name = crate::format::schema::unquote(leaf).map_or_else(|| leaf.clone(), |q| q.replace("\"\"", "\""));
+    crate::format::schema::check_column_name(&name)?;
+    if fields.iter().any(|f| f.name == name) {
+        return Err(AlterError::ColumnExists { name: spec.name.clone() });
+    }
+    if !spec.nullable || spec.default_sql.is_some() {
+        return Err(AlterError::NestedField {
+            path: spec.name.clone(),
+            why: "an added struct field is nullable and has no default (rows written before read it as NULL)".into(),
+        });
+    }
+    Ok(NewColumn { name, column_type: spec.column_type.clone(), nullable: true, default: None, parent: Some(parent.id) })
 }
 
 /// `set` checked (known properties, valid values) and normalised; `unset` checked.
@@ -161,10 +214,10 @@ fn evaluate_default(spec: &ColumnSpec, sql: &str, now: DateTime<Utc>) -> Result<
     if value.is_null(0) {
         return Ok(None);
     }
-    let expected = spec.column_type;
-    let typed = cast::to_column(&value, expected, cast::Source::Any).map_err(|e| match e {
-        CastFailure::Type { found } => bad(DefaultProblem::WrongType { found, expected }),
-        CastFailure::Value { value, .. } => bad(DefaultProblem::DoesNotFit { value, expected }),
+    let expected = spec.column_type.clone();
+    let typed = cast::to_column(&value, &expected, cast::Source::Any).map_err(|e| match e {
+        CastFailure::Type { found } => bad(DefaultProblem::WrongType { found, expected: expected.clone() }),
+        CastFailure::Value { value, .. } => bad(DefaultProblem::DoesNotFit { value, expected: expected.clone() }),
     })?;
     // Every value of a column type has a text form that casts back.
     let text = crate::io::cast::display_value(typed.as_ref(), 0);

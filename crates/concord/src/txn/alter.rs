@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use super::action::{Action, Cx, NextState};
 use crate::error::CommitError;
 use crate::format::manifest::{Manifest, NewColumn, Operation};
-use crate::format::schema::{Field, Schema};
+use crate::format::schema::{ColumnType, Field, Schema};
 
 /// A schema or property change at commit: the base's schema or properties changed,
 /// its rows untouched.
@@ -36,23 +36,34 @@ fn schema_after(base: &Schema, operation: &Operation) -> Schema {
     let mut schema = base.clone();
     match operation {
         Operation::AddColumn { column } => {
-            let NewColumn { name, column_type, nullable, default } = column.clone();
-            // Field ids are assigned at commit: concurrent adds never share one.
-            schema.fields.push(Field { id: schema.next_field_id, name, column_type, nullable, default, widened_from: None });
-            schema.next_field_id += 1;
+            let NewColumn { name, mut column_type, nullable, default, parent } = column.clone();
+            // Field ids are assigned at commit: concurrent adds never share one. The
+            // column (or struct field) first, then its nested fields, depth-first.
+            let id = schema.next_field_id;
+            let mut next = id + 1;
+            column_type.assign_ids(&mut next);
+            schema.next_field_id = next;
+            let field = Field { id, name, column_type, nullable, default, widened_from: None };
+            match parent.and_then(|p| schema.field_by_id_deep_mut(p)).map(|p| &mut p.column_type) {
+                Some(ColumnType::Struct(fields)) => fields.push(field),
+                // The conflict rules refuse an add whose struct is gone.
+                Some(_) => {}
+                None if parent.is_some() => {}
+                None => schema.fields.push(field),
+            }
         }
         // Already gone (a winner dropped it): nothing to do.
-        Operation::DropColumn { field_id, .. } => schema.fields.retain(|f| f.id != *field_id),
+        Operation::DropColumn { field_id, .. } => schema.remove_deep(*field_id),
         Operation::RenameColumn { field_id, to, .. } => {
-            if let Some(f) = schema.fields.iter_mut().find(|f| f.id == *field_id) {
+            if let Some(f) = schema.field_by_id_deep_mut(*field_id) {
                 f.name = to.clone();
             }
         }
         // Already as wide (a winner widened it as far): nothing to do.
         Operation::WidenColumn { field_id, to, .. } => {
-            if let Some(f) = schema.fields.iter_mut().find(|f| f.id == *field_id && f.column_type.widens_to(*to)) {
-                f.widened_from = f.widened_from.or(Some(f.column_type));
-                f.column_type = *to;
+            if let Some(f) = schema.field_by_id_deep_mut(*field_id).filter(|f| f.column_type.widens_to(to)) {
+                f.widened_from = f.widened_from.clone().or(Some(f.column_type.clone()));
+                f.column_type = to.clone();
             }
         }
         _ => {}
@@ -81,7 +92,13 @@ mod tests {
     fn schema_changes_by_field_id() {
         let base = Schema::parse("id bigint not null, name varchar").unwrap();
         let add = Operation::AddColumn {
-            column: NewColumn { name: "qty".into(), column_type: ColumnType::Int, nullable: false, default: Some("1".into()) },
+            column: NewColumn {
+                name: "qty".into(),
+                column_type: ColumnType::Int,
+                nullable: false,
+                default: Some("1".into()),
+                parent: None,
+            },
         };
         let added = schema_after(&base, &add);
         assert_eq!((added.fields[2].id, added.next_field_id), (2, 3));
@@ -97,7 +114,7 @@ mod tests {
         let readded = schema_after(
             &dropped,
             &Operation::AddColumn {
-                column: NewColumn { name: "name".into(), column_type: ColumnType::Varchar, nullable: true, default: None },
+                column: NewColumn { name: "name".into(), column_type: ColumnType::Varchar, nullable: true, default: None, parent: None },
             },
         );
         assert_eq!(readded.field("name").unwrap().id, 3, "a re-added column never reuses the old id");

@@ -95,10 +95,12 @@ pub(crate) fn resolve(ours: &Operation, our_schema: &Schema, isolation: Isolatio
         Operation::ReplaceWhere { columns, deletions, fragments, .. } => rule_read_columns_still_exist(columns, our_schema, theirs)
             .or_else(|| incompatible_only(rule_written_columns_still_fit(written_fields(fragments), our_schema, theirs)))
             .unwrap_or_else(|| rule_delete_over(their_op, isolation, winner.added, &touched(deletions))),
-        Operation::AddColumn { column } => rule_added_name_still_free(&column.name, our_schema, theirs),
+        Operation::AddColumn { column } => rule_added_name_still_free(&column.name, column.parent, our_schema, theirs),
         Operation::DropColumn { .. } => rule_drop_rebases(),
         Operation::RenameColumn { field_id, from, to } => rule_renamed_column_unchanged(*field_id, from, to, theirs),
-        Operation::WidenColumn { field_id, name, from, to } => rule_widened_column_still_narrower(*field_id, name, *from, *to, theirs),
+        Operation::WidenColumn { field_id, name, from, to } => {
+            rule_widened_column_still_narrower(*field_id, name, from.clone(), to.clone(), theirs)
+        }
         Operation::SetProperties { .. } => rule_properties_rebase(),
         Operation::Compact { .. } => rule_compaction_yields(their_op),
         Operation::Withdraw { .. } => rule_withdrawal_rebases(),
@@ -143,12 +145,21 @@ fn rule_properties_rebase() -> Resolution {
     Resolution::Rebase
 }
 
-/// Adding a column conflicts only with a winner that made the same name taken (added
-/// it too, or renamed a column to it).
-fn rule_added_name_still_free(name: &str, ours: &Schema, theirs: &Schema) -> Resolution {
-    match theirs.field(name) {
-        Some(taken) if ours.field_by_id(taken.id).is_none_or(|f| f.name != name) => Resolution::Incompatible {
-            reason: IncompatibleReason::ColumnAddedToo { name: name.to_string(), column_type: taken.column_type },
+/// Adding a column (or a struct's field) conflicts only with a winner that made the
+/// same name taken beside it (added it too, or renamed a field to it), or removed the
+/// struct it goes into.
+fn rule_added_name_still_free(name: &str, parent: Option<u32>, ours: &Schema, theirs: &Schema) -> Resolution {
+    let beside = match parent {
+        None => Some(theirs.fields.as_slice()),
+        Some(p) => theirs.struct_fields_of(p),
+    };
+    let Some(beside) = beside else {
+        let column = parent.and_then(|p| ours.field_by_id_deep(p)).map_or_else(|| name.to_string(), |f| f.name.clone());
+        return Resolution::Incompatible { reason: IncompatibleReason::ColumnRemoved { column } };
+    };
+    match beside.iter().find(|f| f.name == name) {
+        Some(taken) if ours.field_by_id_deep(taken.id).is_none_or(|f| f.name != name) => Resolution::Incompatible {
+            reason: IncompatibleReason::ColumnAddedToo { name: name.to_string(), column_type: taken.column_type.clone() },
         },
         _ => Resolution::Rebase,
     }
@@ -157,10 +168,10 @@ fn rule_added_name_still_free(name: &str, ours: &Schema, theirs: &Schema) -> Res
 /// Renaming conflicts with a winner that removed or renamed the same column, or that
 /// took the new name.
 fn rule_renamed_column_unchanged(field_id: u32, from: &str, to: &str, theirs: &Schema) -> Resolution {
-    let reason = match theirs.field_by_id(field_id) {
+    let reason = match theirs.field_by_id_deep(field_id) {
         None => IncompatibleReason::ColumnRemoved { column: from.to_string() },
         Some(f) if f.name != from => IncompatibleReason::ColumnRenamed { from: from.to_string(), to: f.name.clone() },
-        Some(_) => match theirs.field(to) {
+        Some(_) => match theirs.siblings_of(field_id).and_then(|beside| beside.iter().find(|f| f.name == to)) {
             Some(taken) if taken.id != field_id => IncompatibleReason::NameTaken { name: to.to_string() },
             _ => return Resolution::Rebase,
         },
@@ -172,12 +183,12 @@ fn rule_renamed_column_unchanged(field_id: u32, from: &str, to: &str, theirs: &S
 /// that does not widen to ours (a winner that widened it as far, or to a type between,
 /// leaves ours meaning the same: rebase).
 fn rule_widened_column_still_narrower(field_id: u32, name: &str, from: ColumnType, to: ColumnType, theirs: &Schema) -> Resolution {
-    match theirs.field_by_id(field_id) {
+    match theirs.field_by_id_deep(field_id) {
         None => Resolution::Incompatible { reason: IncompatibleReason::ColumnRemoved { column: name.to_string() } },
-        Some(f) if f.column_type == to || f.column_type.widens_to(to) => Resolution::Rebase,
-        Some(f) => {
-            Resolution::Incompatible { reason: IncompatibleReason::ColumnTypeChanged { column: name.to_string(), from, to: f.column_type } }
-        }
+        Some(f) if f.column_type == to || f.column_type.widens_to(&to) => Resolution::Rebase,
+        Some(f) => Resolution::Incompatible {
+            reason: IncompatibleReason::ColumnTypeChanged { column: name.to_string(), from, to: f.column_type.clone() },
+        },
     }
 }
 
@@ -220,9 +231,10 @@ fn rule_read_columns_still_exist(read: &[u32], ours: &Schema, theirs: &Schema) -
         let reason = match (mine, theirs.field_by_id(*id)) {
             (_, None) => IncompatibleReason::ColumnRemoved { column: name },
             (Some(m), Some(t)) if m.name != t.name => IncompatibleReason::ColumnRenamed { from: m.name.clone(), to: t.name.clone() },
-            // A widened column holds the same values: a predicate means the same on it.
-            (Some(m), Some(t)) if m.column_type != t.column_type && !m.column_type.widens_to(t.column_type) => {
-                IncompatibleReason::ColumnTypeChanged { column: m.name.clone(), from: m.column_type, to: t.column_type }
+            // A widened column holds the same values: a predicate means the same on it
+            // (and on a struct given new fields).
+            (Some(m), Some(t)) if !m.column_type.still_fits(&t.column_type, true) => {
+                IncompatibleReason::ColumnTypeChanged { column: m.name.clone(), from: m.column_type.clone(), to: t.column_type.clone() }
             }
             _ => return None,
         };
@@ -346,10 +358,15 @@ fn rule_written_columns_still_fit(mut written: Vec<u32>, ours: &Schema, theirs: 
         let mine = ours.field_by_id(*id);
         match (mine, theirs.field_by_id(*id)) {
             (Some(m), None) => return Resolution::Incompatible { reason: IncompatibleReason::ColumnRemoved { column: m.name.clone() } },
-            // Values of a narrower type read as the wider one (FORMAT.md §7).
-            (Some(m), Some(t)) if m.column_type != t.column_type && !m.column_type.widens_to(t.column_type) => {
+            // Values of a narrower type read as the wider one (FORMAT.md §7); nested
+            // fields are read by id, whatever their names.
+            (Some(m), Some(t)) if !m.column_type.still_fits(&t.column_type, false) => {
                 return Resolution::Incompatible {
-                    reason: IncompatibleReason::ColumnTypeChanged { column: m.name.clone(), from: m.column_type, to: t.column_type },
+                    reason: IncompatibleReason::ColumnTypeChanged {
+                        column: m.name.clone(),
+                        from: m.column_type.clone(),
+                        to: t.column_type.clone(),
+                    },
                 };
             }
             _ => {}
@@ -480,7 +497,7 @@ mod tests {
         use crate::format::manifest::{CompactGroup, CompactInput, NewColumn};
         let ours_schema = schema("id bigint not null, name varchar");
         let add = |name: &str| Operation::AddColumn {
-            column: NewColumn { name: name.into(), column_type: ColumnType::Int, nullable: true, default: None },
+            column: NewColumn { name: name.into(), column_type: ColumnType::Int, nullable: true, default: None, parent: None },
         };
         let rename = Operation::RenameColumn { field_id: 1, from: "name".into(), to: "label".into() };
         let with_schema = |op: Operation, def: &str| {

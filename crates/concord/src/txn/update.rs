@@ -199,7 +199,7 @@ fn apply_set(update: &CompiledUpdate, batch: &RecordBatch) -> Result<RecordBatch
         let failed = |reason: String| PredicateError::Failed { sql: clause.clone(), reason: format!("column '{}': {reason}", field.name) };
         let value =
             expr.evaluate(batch).and_then(|v| v.into_array(batch.num_rows())).map_err(|e| SetFailure::Predicate(failed(e.to_string())))?;
-        let value = cast::to_column(&value, field.column_type, cast::Source::Any).map_err(|e| {
+        let value = cast::to_column(&value, &field.column_type, cast::Source::Any).map_err(|e| {
             SetFailure::Input(match e {
                 CastFailure::Type { found } => InputError::TypeMismatch {
                     file: format!("SET {clause}"),

@@ -71,7 +71,7 @@ async fn writer(table: Table, seed: u64, ops: usize, tight_budget: bool) -> Log 
             // A column nobody writes: added as a `tinyint`, widened, or dropped, concurrently.
             _ => {
                 let latest = table.latest().await.unwrap();
-                match latest.schema().field("extra").map(|f| f.column_type) {
+                match latest.schema().field("extra").map(|f| f.column_type.clone()) {
                     Some(concord::ColumnType::Tinyint) if pick(2) == 0 => {
                         table.widen_column("extra", "smallint", &options).await.map(|i| (i, None))
                     }

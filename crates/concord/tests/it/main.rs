@@ -19,6 +19,7 @@ mod format;
 mod histories;
 mod matrix;
 mod merge;
+mod nested;
 mod requests;
 mod shared;
 mod simulation;
