@@ -572,9 +572,8 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Stress(args) => {
             let location = cx.location(&args.uri)?;
-            let schema = Schema::parse("id bigint not null, val bigint not null").expect("valid");
             let open = Table::open(location.clone(), cx.env.clone());
-            let create = Table::create(location, cx.env.clone(), schema);
+            let create = Table::create(location, cx.env.clone(), stress::schema(&args));
             let table = stress::ensure_table(open, create, &args).await?;
             stress::run(table, &args, &global_args).await?
         }

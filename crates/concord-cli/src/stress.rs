@@ -27,7 +27,9 @@ use serde_json::{json, Value};
 
 use crate::exit::{usage, Failure};
 
-const MIXED_SCHEMA: &str = "id bigint not null, val bigint not null";
+/// The mixed workload's rows also carry a decimal and a nested column (derived from
+/// the id), so that every kind of write moves them; the model checks `val`.
+const MIXED_SCHEMA: &str = "id bigint not null, val bigint not null, meta struct<w decimal(12, 2), tags list<varchar>>";
 const BANK_SCHEMA: &str = "id bigint not null, val bigint not null";
 const BANK_ACCOUNTS: i64 = 16;
 const BANK_OPENING: i64 = 1000;
@@ -184,14 +186,36 @@ fn parse_key(args: &StressArgs, key: &str) -> Option<(u64, u64)> {
 }
 
 fn batch(schema: &Schema, pairs: &[(i64, i64)]) -> RecordBatch {
-    RecordBatch::try_new(
-        schema.arrow_schema(),
-        vec![
-            Arc::new(Int64Array::from(pairs.iter().map(|p| p.0).collect::<Vec<_>>())),
-            Arc::new(Int64Array::from(pairs.iter().map(|p| p.1).collect::<Vec<_>>())),
-        ],
-    )
-    .expect("two bigint columns")
+    let mut columns: Vec<Arc<dyn Array>> = vec![
+        Arc::new(Int64Array::from(pairs.iter().map(|p| p.0).collect::<Vec<_>>())),
+        Arc::new(Int64Array::from(pairs.iter().map(|p| p.1).collect::<Vec<_>>())),
+    ];
+    if let Some(meta) = schema.fields.get(2) {
+        columns.push(meta_values(meta, pairs.iter().map(|p| p.0)));
+    }
+    RecordBatch::try_new(schema.arrow_schema(), columns).expect("the workload's columns")
+}
+
+/// `meta` of rows `ids`: `w` = id / 100 (a decimal), `tags` = [the id as text] (NULL for
+/// ids divisible by 7).
+fn meta_values(meta: &concord::Field, ids: impl Iterator<Item = i64>) -> Arc<dyn Array> {
+    use concord::arrow::array::{Decimal128Array, ListBuilder, StringBuilder, StructArray};
+    let concord::arrow::datatypes::DataType::Struct(fields) = meta.column_type.arrow_type() else { unreachable!("meta is a struct") };
+    let ids: Vec<i64> = ids.collect();
+    let w = Decimal128Array::from(ids.iter().map(|&i| i128::from(i)).collect::<Vec<_>>()).with_precision_and_scale(12, 2).expect("fits");
+    let mut tags = ListBuilder::new(StringBuilder::new()).with_field(match &fields[1].data_type() {
+        concord::arrow::datatypes::DataType::List(item) => item.clone(),
+        _ => unreachable!("tags is a list"),
+    });
+    for id in &ids {
+        if id % 7 == 0 {
+            tags.append_null();
+        } else {
+            tags.values().append_value(id.to_string());
+            tags.append(true);
+        }
+    }
+    Arc::new(StructArray::new(fields, vec![Arc::new(w), Arc::new(tags.finish())], None))
 }
 
 async fn execute(table: &Table, op: &Op, options: &CommitOptions) -> Result<concord::CommitInfo, WriteError> {
@@ -347,6 +371,11 @@ fn validate(args: &StressArgs) -> Result<Vec<(String, u64)>, Failure> {
     Ok(mix)
 }
 
+/// The schema of the workload's table.
+pub fn schema(args: &StressArgs) -> Schema {
+    Schema::parse(if args.workload == Workload::Bank { BANK_SCHEMA } else { MIXED_SCHEMA }).expect("valid")
+}
+
 /// Creates the table if missing (bank: with its opening balances).
 pub async fn ensure_table(
     open: impl std::future::Future<Output = Result<Table, concord::OpenError>>,
@@ -365,8 +394,10 @@ pub async fn ensure_table(
         },
         Err(e) => return Err(e.into()),
     };
-    let wanted = Schema::parse(if args.workload == Workload::Bank { BANK_SCHEMA } else { MIXED_SCHEMA }).expect("valid");
-    if table.schema().names() != wanted.names() {
+    let wanted = schema(args);
+    // The mixed workload also runs on a table of the bank's columns (without `meta`).
+    let names = table.schema().names();
+    if names != wanted.names() && names != wanted.names()[..2] {
         return Err(usage(format!(
             "stress needs a table with columns {}; '{}' has {}",
             wanted.definition(),

@@ -11,6 +11,7 @@ pub(crate) mod guard;
 pub(crate) mod ingest;
 mod json_values;
 pub(crate) mod keys;
+pub(crate) mod leaf_stats;
 mod literals;
 pub(crate) mod nested;
 pub(crate) mod page_check;

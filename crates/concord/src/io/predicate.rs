@@ -32,6 +32,8 @@ pub(crate) struct Predicate {
     pub schema: SchemaRef,
     expr: Arc<dyn PhysicalExpr>,
     pub pruning: Option<Arc<PruningPredicate>>,
+    /// Fragment pruning: `pruning` over the struct leaves the filter reads too.
+    pub leaf_pruning: Option<(Arc<PruningPredicate>, Vec<super::leaf_stats::Leaf>)>,
     /// The value `now()` has in it.
     pub now: DateTime<Utc>,
 }
@@ -310,9 +312,7 @@ pub(crate) fn compile(sql: &str, table: &Schema, now: DateTime<Utc>) -> Result<P
     if data_type != DataType::Boolean && data_type != DataType::Null {
         return Err(PredicateError::NotBoolean { sql: sql.to_string(), found: sql_type_name(&data_type) });
     }
-    // Pruning is an optimisation: a predicate it cannot handle simply prunes nothing.
-    let pruning = PruningPredicateBuilder::new().with_file_schema(schema.clone()).build(physical.clone());
-    Ok(Predicate { sql: sql.to_string(), fields, schema, expr: physical, pruning, now })
+    Ok(Predicate::new(sql.to_string(), fields, schema, physical, now))
 }
 
 /// The conjunction of `filters`, DataFusion expressions over columns of `table` that a
@@ -333,9 +333,19 @@ pub(crate) fn from_filters(
     let schema: SchemaRef = Arc::new(full.project(&indices)?);
     let df_schema = DFSchema::try_from(schema.as_ref().clone())?;
     let physical = state.create_physical_expr(expr.clone(), &df_schema)?;
-    let pruning = PruningPredicateBuilder::new().with_file_schema(schema.clone()).build(physical.clone());
     let now = state.execution_props().query_execution_start_time.unwrap_or_else(Utc::now);
-    Ok(Some(Predicate { sql: expr.to_string(), fields, schema, expr: physical, pruning, now }))
+    Ok(Some(Predicate::new(expr.to_string(), fields, schema, physical, now)))
+}
+
+impl Predicate {
+    fn new(sql: String, fields: Vec<Field>, schema: SchemaRef, expr: Arc<dyn PhysicalExpr>, now: DateTime<Utc>) -> Predicate {
+        // Pruning is an optimisation: a predicate it cannot handle simply prunes nothing.
+        let pruning = PruningPredicateBuilder::new().with_file_schema(schema.clone()).build(expr.clone());
+        let leaf_pruning = super::leaf_stats::as_leaf_columns(&expr, &schema, &fields).and_then(|(rewritten, with_leaves, leaves)| {
+            Some((PruningPredicateBuilder::new().with_file_schema(with_leaves).build(rewritten)?, leaves))
+        });
+        Predicate { sql, fields, schema, expr, pruning, leaf_pruning, now }
+    }
 }
 
 /// Refuses query text too long or with too many operators to plan safely (the limits

@@ -60,8 +60,12 @@ pub struct ScanMetrics {
 /// in the order given; counts them in `metrics`.
 pub(crate) fn prune(fragments: Vec<Fragment>, plan: &ScanPlan, metrics: &std::sync::Mutex<ScanMetrics>) -> Vec<Fragment> {
     metrics.lock().unwrap_or_else(|e| e.into_inner()).fragments_total += fragments.len() as u64;
-    match plan.predicate.as_ref().and_then(|p| Some((p, p.pruning.as_ref()?))) {
-        Some((predicate, pruning)) => match pruning.prune(&FragmentPruning::new(&fragments, &predicate.fields)) {
+    let with_leaves = plan.predicate.as_ref().and_then(|p| match &p.leaf_pruning {
+        Some((pruning, leaves)) => Some((p, pruning.clone(), leaves.clone())),
+        None => Some((p, p.pruning.clone()?, Vec::new())),
+    });
+    match with_leaves {
+        Some((predicate, pruning, leaves)) => match pruning.prune(&FragmentPruning::new(&fragments, &predicate.fields, &leaves)) {
             Ok(keep) => fragments.into_iter().zip(keep).filter_map(|(f, keep)| keep.then_some(f)).collect(),
             // Pruning is an optimisation: statistics it cannot use prune nothing.
             Err(_) => fragments,
@@ -251,7 +255,7 @@ pub(crate) async fn read_fragment(store: &TableStore, fragment: &Fragment, plan:
 /// Offsets of the live rows of `fragment` for which `test` holds.
 pub(crate) async fn fragment_matches(store: &TableStore, fragment: &Fragment, test: &dyn RowTest) -> Result<RoaringBitmap, ScanError> {
     if let Some(pruning) = test.pruning() {
-        if pruning.prune(&FragmentPruning::new(std::slice::from_ref(fragment), test.fields())).is_ok_and(|keep| keep == [false]) {
+        if pruning.prune(&FragmentPruning::new(std::slice::from_ref(fragment), test.fields(), &[])).is_ok_and(|keep| keep == [false]) {
             return Ok(RoaringBitmap::new());
         }
     }

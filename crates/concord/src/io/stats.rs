@@ -14,6 +14,7 @@ use chrono::{DateTime, Datelike, NaiveDate, SecondsFormat};
 use datafusion::common::pruning::PruningStatistics;
 use datafusion::common::{Column, ScalarValue};
 
+use super::leaf_stats::{leaf_summary, Leaf};
 use crate::format::manifest::{ColumnStats, Fragment};
 use crate::format::schema::{ColumnType, Field};
 
@@ -206,16 +207,20 @@ pub(crate) fn summary(fragment: &Fragment, field: &Field) -> Summary {
         let nulls = if default.is_some() { 0 } else { fragment.physical_rows };
         return Summary { min: default.clone(), max: default, nulls: Some(nulls) };
     }
-    match file.stats.iter().find(|s| s.field == field.id) {
-        None => Summary::default(),
-        // A float's bound text ("0.1") parsed as a double is another number than the
-        // float it bounds (0.100000001...): the bounds of a widened float are unknown.
-        Some(s) if field.widened_from == Some(ColumnType::Float) => Summary { nulls: Some(s.nulls), ..Summary::default() },
-        Some(s) => Summary {
-            min: s.min.as_deref().and_then(|t| parse_value(&field.column_type, t)),
-            max: s.max.as_deref().and_then(|t| parse_value(&field.column_type, t)),
-            nulls: Some(s.nulls),
-        },
+    file.stats.iter().find(|s| s.field == field.id).map(|s| summary_of(s, field)).unwrap_or_default()
+}
+
+/// What recorded statistics `s` say about `field`.
+pub(crate) fn summary_of(s: &ColumnStats, field: &Field) -> Summary {
+    // A float's bound text ("0.1") parsed as a double is another number than the float
+    // it bounds (0.100000001...): the bounds of a widened float are unknown.
+    if field.widened_from == Some(ColumnType::Float) {
+        return Summary { nulls: Some(s.nulls), ..Summary::default() };
+    }
+    Summary {
+        min: s.min.as_deref().and_then(|t| parse_value(&field.column_type, t)),
+        max: s.max.as_deref().and_then(|t| parse_value(&field.column_type, t)),
+        nulls: Some(s.nulls),
     }
 }
 
@@ -224,17 +229,28 @@ pub(crate) fn summary(fragment: &Fragment, field: &Field) -> Summary {
 pub(crate) struct FragmentPruning<'a> {
     fragments: &'a [Fragment],
     fields: &'a [Field],
+    /// Struct leaves, named by their paths (`super::leaf_stats`).
+    leaves: &'a [Leaf],
 }
 
 impl<'a> FragmentPruning<'a> {
-    pub(crate) fn new(fragments: &'a [Fragment], fields: &'a [Field]) -> Self {
-        FragmentPruning { fragments, fields }
+    pub(crate) fn new(fragments: &'a [Fragment], fields: &'a [Field], leaves: &'a [Leaf]) -> Self {
+        FragmentPruning { fragments, fields, leaves }
+    }
+
+    /// Each fragment's summary of `column`, and its type; `None` for no such column.
+    fn summaries(&self, column: &Column) -> Option<(Vec<Summary>, ColumnType)> {
+        if let Some(field) = self.fields.iter().find(|f| f.name == column.name) {
+            return Some((self.fragments.iter().map(|f| summary(f, field)).collect(), field.column_type.clone()));
+        }
+        let leaf = self.leaves.iter().find(|l| l.path == column.name)?;
+        Some((self.fragments.iter().map(|f| leaf_summary(f, leaf)).collect(), leaf.field.column_type.clone()))
     }
 
     fn values(&self, column: &Column, pick: impl Fn(Summary) -> Option<ScalarValue>) -> Option<ArrayRef> {
-        let field = self.fields.iter().find(|f| f.name == column.name)?;
-        let null = ScalarValue::try_from(field.column_type.arrow_type()).ok()?;
-        let values = self.fragments.iter().map(|f| pick(summary(f, field)).unwrap_or_else(|| null.clone()));
+        let (summaries, column_type) = self.summaries(column)?;
+        let null = ScalarValue::try_from(column_type.arrow_type()).ok()?;
+        let values = summaries.into_iter().map(|s| pick(s).unwrap_or_else(|| null.clone()));
         ScalarValue::iter_to_array(values).ok()
     }
 }
@@ -250,8 +266,7 @@ impl PruningStatistics for FragmentPruning<'_> {
         self.fragments.len()
     }
     fn null_counts(&self, column: &Column) -> Option<ArrayRef> {
-        let field = self.fields.iter().find(|f| f.name == column.name)?;
-        let counts: UInt64Array = self.fragments.iter().map(|f| summary(f, field).nulls).collect();
+        let counts: UInt64Array = self.summaries(column)?.0.into_iter().map(|s| s.nulls).collect();
         Some(Arc::new(counts))
     }
     fn row_counts(&self) -> Option<ArrayRef> {

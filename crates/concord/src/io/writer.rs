@@ -171,7 +171,8 @@ fn encode(schema: &Schema, batches: Vec<RecordBatch>, size_hint: usize) -> Resul
         .set_statistics_enabled(EnabledStatistics::Page)
         .build();
     let fields = keep.iter().map(|&i| schema.fields[i].id).collect();
-    let stats = super::stats::file_stats(&schema.fields, &keep, &batches);
+    let mut stats = super::stats::file_stats(&schema.fields, &keep, &batches);
+    stats.extend(super::leaf_stats::file_leaf_stats(&schema.fields, &keep, &batches));
     let mut writer =
         ArrowWriter::try_new(Vec::with_capacity(size_hint + (1 << 20)), file_schema.clone(), Some(props)).map_err(WriteError::encode)?;
     for batch in batches {

@@ -115,16 +115,24 @@ pub fn rows(schema: &Schema, ids: impl IntoIterator<Item = i64>) -> RecordBatch 
     // Only these three columns, whatever else the version has (a handle opened while
     // another writer adds a column sees four).
     let arrow = schema.arrow_schema();
-    let fields: Vec<_> = ["id", "name", "score"].iter().map(|n| arrow.field_with_name(n).expect("a SCHEMA column").clone()).collect();
-    RecordBatch::try_new(
-        std::sync::Arc::new(concord::arrow::datatypes::Schema::new(fields)),
-        vec![
-            std::sync::Arc::new(Int64Array::from(ids.clone())),
-            std::sync::Arc::new(StringArray::from(ids.iter().map(|i| format!("n{i}")).collect::<Vec<_>>())),
-            std::sync::Arc::new(Float64Array::from(ids.iter().map(|i| *i as f64).collect::<Vec<_>>())),
-        ],
-    )
-    .unwrap()
+    let mut fields: Vec<_> = ["id", "name", "score"].iter().map(|n| arrow.field_with_name(n).expect("a SCHEMA column").clone()).collect();
+    let mut columns: Vec<concord::arrow::array::ArrayRef> = vec![
+        std::sync::Arc::new(Int64Array::from(ids.clone())),
+        std::sync::Arc::new(StringArray::from(ids.iter().map(|i| format!("n{i}")).collect::<Vec<_>>())),
+        std::sync::Arc::new(Float64Array::from(ids.iter().map(|i| *i as f64).collect::<Vec<_>>())),
+    ];
+    // The simulation's table also has a decimal and a nested column: derived from the id.
+    if let (Ok(amount), Ok(meta)) = (arrow.field_with_name("amount"), arrow.field_with_name("meta")) {
+        let json: String = ids
+            .iter()
+            .map(|i| format!("{{\"amount\": \"{}.{:02}\", \"meta\": {{\"k\": {i}, \"tags\": [\"n{i}\"]}}}}\n", i / 100, i % 100))
+            .collect();
+        let extra = std::sync::Arc::new(concord::arrow::datatypes::Schema::new(vec![amount.clone(), meta.clone()]));
+        let batch = concord::arrow::json::ReaderBuilder::new(extra).build(std::io::Cursor::new(json)).unwrap().next().unwrap().unwrap();
+        fields.extend([amount.clone(), meta.clone()]);
+        columns.extend(batch.columns().iter().cloned());
+    }
+    RecordBatch::try_new(std::sync::Arc::new(concord::arrow::datatypes::Schema::new(fields)), columns).unwrap()
 }
 
 /// Appends `n` one-row fragments (ids `first..first + n`) to the table at `uri` through

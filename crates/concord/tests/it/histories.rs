@@ -68,15 +68,25 @@ async fn writer(table: Table, seed: u64, ops: usize, tight_budget: bool) -> Log 
             }
             // Compaction yields to the others; it may find nothing left to do.
             20 | 21 => table.compact(1 + pick(40), &options).await.map(|i| (i, None)),
-            // A column nobody writes: added as a `tinyint`, widened, or dropped, concurrently.
+            // A column nobody writes, concurrently: added as a `tinyint` or a struct, widened
+            // (a struct's field too), given a struct field, or dropped.
             _ => {
                 let latest = table.latest().await.unwrap();
-                match latest.schema().field("extra").map(|f| f.column_type.clone()) {
+                let extra = latest.schema().field("extra").map(|f| f.column_type.clone());
+                let field = |name: &str| latest.schema().resolve_path(&format!("extra.{name}")).ok().map(|f| f.column_type.clone());
+                match extra {
                     Some(concord::ColumnType::Tinyint) if pick(2) == 0 => {
                         table.widen_column("extra", "smallint", &options).await.map(|i| (i, None))
                     }
+                    Some(concord::ColumnType::Struct(_)) if field("n") == Some(concord::ColumnType::Tinyint) && pick(3) == 0 => {
+                        table.widen_column("extra.n", "smallint", &options).await.map(|i| (i, None))
+                    }
+                    Some(concord::ColumnType::Struct(_)) if field("m").is_none() && pick(2) == 0 => {
+                        table.add_column("extra.m varchar", &options).await.map(|i| (i, None))
+                    }
                     Some(_) => table.drop_column("extra", &options).await.map(|i| (i, None)),
-                    None => table.add_column("extra tinyint default 7", &options).await.map(|i| (i, None)),
+                    None if pick(2) == 0 => table.add_column("extra tinyint default 7", &options).await.map(|i| (i, None)),
+                    None => table.add_column("extra struct<n tinyint, d decimal(10, 2)>", &options).await.map(|i| (i, None)),
                 }
             }
         };
@@ -92,7 +102,9 @@ async fn writer(table: Table, seed: u64, ops: usize, tight_budget: bool) -> Log 
             Err(WriteError::Commit(CommitError::TooMuchContention { .. })) if tight_budget => log.failed.push("contention".into()),
             // Two writers adding "extra" at once: the later one is rightly incompatible;
             // dropping a column another writer dropped first: it no longer exists.
-            Err(WriteError::Commit(CommitError::Incompatible { reason, .. })) if reason.to_string().contains("'extra'") => {
+            Err(WriteError::Commit(CommitError::Incompatible { reason, .. }))
+                if ["'extra'", "'m'", "'n'"].iter().any(|name| reason.to_string().contains(name)) =>
+            {
                 log.failed.push("add race".into())
             }
             Err(WriteError::Alter(

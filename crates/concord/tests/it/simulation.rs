@@ -317,7 +317,12 @@ async fn check(table: &Table, seed: u64, outcomes: &[(u64, Outcomes)]) -> std::r
             use concord::arrow::array::AsArray;
             use concord::arrow::datatypes::{Float64Type, Int64Type};
             let (ids, scores) = (b.column(0).as_primitive::<Int64Type>(), b.column(2).as_primitive::<Float64Type>());
+            let amounts = b.column(3).as_primitive::<concord::arrow::datatypes::Decimal128Type>();
+            let keys = b.column(4).as_struct().column(0).as_primitive::<Int64Type>().clone();
             for r in 0..b.num_rows() {
+                if amounts.value(r) != i128::from(ids.value(r)) || keys.value(r) != ids.value(r) {
+                    return Err(format!("version {}: id {}'s decimal or nested value changed", v.version, ids.value(r)));
+                }
                 if actual.insert(ids.value(r), scores.value(r)).is_some() {
                     return Err(format!("version {}: id {} twice", v.version, ids.value(r)));
                 }
@@ -382,7 +387,9 @@ fn simulate(seed: u64) -> std::result::Result<Seen, String> {
         });
         let env = Env { clock: Arc::new(SimClock::default()), random: Arc::new(StdRandom::seeded(seed ^ 2)) };
         let location = TableLocation::on_store("memory://sim", store.clone(), Path::from("t"), StoreKind::Memory);
-        let table = Table::create(location.clone(), env.clone(), Schema::parse(SCHEMA).unwrap()).await.map_err(|e| e.to_string())?;
+        // A decimal and a nested column ride along with every row (checked below).
+        let schema = Schema::parse(&format!("{SCHEMA}, amount decimal(12, 2), meta struct<k bigint, tags list<varchar>>")).unwrap();
+        let table = Table::create(location.clone(), env.clone(), schema).await.map_err(|e| e.to_string())?;
         let writers = 2 + seed % 3;
         let ops = 3;
         // Even writers share one handle (as tasks of one process: their commits may
