@@ -155,12 +155,18 @@ fn nested_columns_through_ndjson_filters_and_alter() {
         "id = 2",
     ]);
     assert_eq!(ok(&["count", &t.uri, "--where", "payload.user.name = 'zed'"]).trim(), "1");
+    // SET on a struct's field keeps the struct's other fields.
+    ok(&["update", &t.uri, "--set", "payload.user.name = upper(payload.user.name)", "--set", "payload.raw = NULL", "--where", "id = 1"]);
+    assert_eq!(ok(&["count", &t.uri, "--where", "payload.user.name = 'ANN' and payload.user.id = 7 and payload.raw is null"]).trim(), "1");
+    let (code, _, stderr) = run(&["update", &t.uri, "--set", "payload.user.id = NULL", "--where", "id = 1"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("NULL in id"), "{stderr}");
     ok(&["alter", &t.uri, "add-column", "payload.user.email varchar"]);
     ok(&["alter", &t.uri, "rename-column", "payload.user.name", "full_name"]);
     assert!(
         ok(&["schema", &t.uri]).contains("payload struct<user struct<id bigint not null, full_name varchar, email varchar>, raw binary>")
     );
-    assert_eq!(ok(&["count", &t.uri, "--where", "payload.user.full_name = 'ann' and payload.user.email is null"]).trim(), "1");
+    assert_eq!(ok(&["count", &t.uri, "--where", "payload.user.full_name = 'ANN' and payload.user.email is null"]).trim(), "1");
     let (code, _, stderr) = run(&["append", &t.uri, &t.file("in.csv", "id,tags\n4,x\n")]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("column 'tags'") && stderr.contains("NDJSON"), "{stderr}");

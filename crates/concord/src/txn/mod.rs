@@ -24,6 +24,7 @@ pub(crate) mod merge;
 mod overwrite;
 mod restore;
 pub(crate) mod retry;
+mod set_paths;
 pub(crate) mod settle;
 pub(crate) mod update;
 

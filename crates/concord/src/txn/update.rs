@@ -114,8 +114,9 @@ pub(crate) fn compile(
 ) -> Result<CompiledUpdate, UpdatePlanError> {
     let predicate = sql.map(|s| predicate::compile(s, schema, now)).transpose()?;
     let mut columns: Vec<u32> = predicate.iter().flat_map(|p| p.fields.iter().map(|f| f.id)).collect();
+    let set = super::set_paths::fold_struct_fields(schema, set)?;
     let mut assignments = Vec::with_capacity(set.len());
-    for a in set {
+    for a in &set {
         let field = schema.resolve(&a.column)?;
         let index = schema.fields.iter().position(|f| f.id == field.id).expect("resolved");
         if assignments.iter().any(|(i, _, _)| *i == index) {
