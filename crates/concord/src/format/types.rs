@@ -309,6 +309,11 @@ pub(super) fn from_arrow_type(t: &ArrowType) -> Result<ColumnType, String> {
         }
         A::Dictionary(_, values) => return from_arrow_type(values),
         A::RunEndEncoded(_, values) => return from_arrow_type(values.data_type()),
+        A::Null => {
+            return Err("a column of the Arrow null type holds no values to take a type from; give it the type its values will have \
+                 (pyarrow: pa.array([None, ...], pa.string())), and NULLs go into any nullable column"
+                .into())
+        }
         other => return Err(format!("Arrow type {other} has no Concord column type; supported types: {SUPPORTED_TYPES}")),
     })
 }

@@ -46,11 +46,13 @@ pub(crate) fn to_column(input: &ArrayRef, to: &ColumnType, source: Source) -> Re
 
 /// `input` as values of `target`, the Arrow type of a column type.
 pub(crate) fn to_type(input: &ArrayRef, target: &DataType, source: Source) -> Result<ArrayRef, CastFailure> {
-    if input.data_type() == target {
-        return Ok(input.clone());
-    }
+    // Nested values are checked field by field even in the column's own type: Arrow
+    // input may hold NULLs in a field declared not null.
     if super::nested::is_nested(target) {
         return super::nested::to_nested(input, target, source);
+    }
+    if input.data_type() == target {
+        return Ok(input.clone());
     }
     let from = input.data_type();
     if !accepts_type(from, target, source) {

@@ -171,7 +171,7 @@ fn child(
         CastFailure::Value { row, value } => CastFailure::Value { row: row_of(row), value },
         other => other,
     })?;
-    if !to.is_nullable() {
+    if !to.is_nullable() && out.logical_null_count() > 0 {
         if let Some(i) = (0..out.len()).find(|&i| out.is_null(i) && slots.is_none_or(|s| s.is_valid(i))) {
             return Err(CastFailure::Value { row: row_of(i), value: format!("NULL in {} (not null)", to.name()) });
         }
@@ -183,7 +183,7 @@ fn child(
 /// the struct itself is not NULL.
 fn child_of_struct(column: &ArrayRef, to: &FieldRef, parent: Option<&NullBuffer>, leaf: Leaf<'_>) -> Result<ArrayRef, CastFailure> {
     let out = convert(column, to.data_type(), leaf)?;
-    if !to.is_nullable() {
+    if !to.is_nullable() && out.logical_null_count() > 0 {
         if let Some(row) = (0..out.len()).find(|&i| out.is_null(i) && parent.is_none_or(|p| p.is_valid(i))) {
             return Err(CastFailure::Value { row, value: format!("NULL in {} (not null)", to.name()) });
         }
