@@ -76,3 +76,16 @@ def test_merge_on_a_nested_key_is_refused_by_name(local):
     t.append(pa.table({"id": [1], "tags": pa.array([["a"]], pa.list_(pa.string()))}))
     with pytest.raises(concord.InvalidInputError, match="'tags' is list<varchar>: merge keys are flat columns"):
         t.merge(pa.table({"id": [1], "tags": pa.array([["a"]], pa.list_(pa.string()))}), on=["tags"])
+
+
+def test_struct_fields_are_added_renamed_widened_and_dropped_by_path(local):
+    t = concord.create(local.uri(), "id bigint, p struct<a int, b varchar>")
+    t.append(pa.table({"id": [1], "p": pa.array([{"a": 1, "b": "x"}], pa.struct([("a", pa.int32()), ("b", pa.string())]))}))
+    t.add_column("p.c double")
+    t.rename_column("p.b", "bee")
+    t.widen_column("p.a", "bigint")
+    t.drop_column("p.c")
+    assert t.schema_definition == "id bigint, p struct<a bigint, bee varchar>"
+    assert t.to_arrow().column("p").to_pylist() == [{"a": 1, "bee": "x"}]
+    with pytest.raises(concord.InvalidInputError, match="not a struct"):
+        t.add_column("p.a.z int")
