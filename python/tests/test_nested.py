@@ -89,3 +89,9 @@ def test_struct_fields_are_added_renamed_widened_and_dropped_by_path(local):
     assert t.to_arrow().column("p").to_pylist() == [{"a": 1, "bee": "x"}]
     with pytest.raises(concord.InvalidInputError, match="not a struct"):
         t.add_column("p.a.z int")
+
+
+def test_list_views_are_stored_as_lists(local):
+    t = concord.create(local.uri(), "l list<bigint>")
+    t.append(pa.table({"l": pa.array([[1, 2], None, []], pa.list_view(pa.int64()))}))
+    assert t.to_arrow().column("l").to_pylist() == [[1, 2], None, []]

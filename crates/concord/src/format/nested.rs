@@ -6,7 +6,6 @@
 //! depth-first after the top-level columns and never reused; data files carry the ids
 //! as `PARQUET:field_id`, so readers match nested fields by id, as columns are.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::datatypes::{DataType as ArrowType, Field as ArrowField, Fields};
@@ -19,7 +18,7 @@ use super::schema::{
 use super::types::ColumnType;
 
 /// Arrow's name of a list's or vector's element field (pyarrow's and arrow-rs's default).
-pub(crate) const ELEMENT: &str = "item";
+const ELEMENT: &str = "item";
 /// Arrow's name of a map's entries, key and value fields (pyarrow's).
 const ENTRIES: &str = "entries";
 const KEY: &str = "key";
@@ -93,9 +92,7 @@ impl ColumnType {
         a.len() == b.len()
             && a.iter().zip(&b).all(|(x, y)| x.name == y.name && x.nullable == y.nullable && x.column_type.same_shape(&y.column_type))
     }
-}
 
-impl ColumnType {
     /// Whether values of this type (a column or field as a writer or predicate saw it)
     /// still fit `to`, the same field after concurrent schema changes: the same type,
     /// a widened one, or a nested type whose fields all remain (by id; a winner may add
@@ -452,12 +449,6 @@ impl Repr {
 /// The field id an Arrow field carries (`PARQUET:field_id`), if any.
 pub(crate) fn arrow_field_id(field: &ArrowField) -> Option<u32> {
     field.metadata().get(PARQUET_FIELD_ID_KEY).and_then(|id| id.parse().ok())
-}
-
-/// Metadata with only a field id (for tests and writers).
-#[allow(dead_code)]
-pub(crate) fn id_metadata(id: u32) -> HashMap<String, String> {
-    HashMap::from([(PARQUET_FIELD_ID_KEY.to_string(), id.to_string())])
 }
 
 #[cfg(test)]

@@ -30,7 +30,12 @@ pub(crate) fn is_nested(t: &DataType) -> bool {
 /// field then checked): lists from lists (any offsets) and from vectors, vectors from
 /// vectors and lists, structs from structs, maps from maps; text from JSON with `Any`.
 pub(crate) fn accepts(from: &DataType, to: &DataType, source: Source) -> bool {
-    let list = |t: &DataType| matches!(t, DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..));
+    let list = |t: &DataType| {
+        matches!(
+            t,
+            DataType::List(_) | DataType::LargeList(_) | DataType::ListView(_) | DataType::LargeListView(_) | DataType::FixedSizeList(..)
+        )
+    };
     match (from, to) {
         (DataType::Null, _) => true,
         (DataType::Utf8, _) => source == Source::Any,
@@ -124,6 +129,10 @@ fn list_parts(input: &ArrayRef) -> Option<(Vec<i32>, ArrayRef)> {
         DataType::FixedSizeList(_, n) => {
             let l = input.as_fixed_size_list();
             ((0..=input.len() as i32).map(|i| i * n).collect(), l.values().slice(0, input.len() * *n as usize))
+        }
+        // List views (values in any order) as the lists they spell.
+        DataType::ListView(f) | DataType::LargeListView(f) => {
+            return list_parts(&arrow::compute::cast(input, &DataType::LargeList(f.clone())).ok()?);
         }
         _ => return None,
     })
