@@ -39,10 +39,10 @@ WIDE_GROWTH_BOUND_MIB = 600
 
 
 def test_wide_rows_are_cut_into_files_by_bytes_in_bounded_memory(local, measure):
-    """Rows as wide as a 768-float vector (3,072 bytes): 300,000 of them (880 MiB) are
-    fewer than a file's 2^20 rows, so a writer that cut files by rows only held them
-    all, and their encoding, in memory. Files are cut at 128 MiB of Arrow data."""
-    t = local.create("id bigint not null, v fixed(3072)")
+    """Rows of a 768-float vector (3,072 bytes): 300,000 of them (880 MiB) are fewer
+    than a file's 2^20 rows, so a writer that cut files by rows only held them all, and
+    their encoding, in memory. Files are cut at 128 MiB of Arrow data."""
+    t = local.create("id bigint not null, v float[768]")
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(1) as pool:
         imported, before, after, data_mib, written = pool.apply(workers.wide_append, (t.uri, WIDE_ROWS, 8_192, 3_072))

@@ -88,12 +88,14 @@ def measured_append(uri, schema, warm_up, batches):
 
 
 def wide_append(uri, total_rows, batch_rows, width):
-    """`measured_append` of `total_rows` rows of an id and `width` random bytes (a
-    `fixed(width)` column: as wide as a 768-float vector at 3,072)."""
-    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.binary(width))])
+    """`measured_append` of `total_rows` rows of an id and a vector of `width` bytes of
+    random float32 (a `float[width / 4]` column: 3,072 bytes is a 768-float vector)."""
+    dim = width // 4
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.list_(pa.float32(), dim))])
 
     def row(start, n, data):
-        vectors = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), n, [None, pa.py_buffer(data)])
+        values = pa.Array.from_buffers(pa.float32(), n * dim, [None, pa.py_buffer(data)])
+        vectors = pa.FixedSizeListArray.from_arrays(values, dim)
         return pa.record_batch([pa.array(range(start, start + n), pa.int64()), vectors], schema=schema)
 
     batches = (
