@@ -9,8 +9,8 @@
 use std::sync::Arc;
 
 use arrow::array::{
-    make_array, new_null_array, Array, ArrayData, ArrayRef, AsArray, FixedSizeListArray, ListArray, MapArray, StringArray, StructArray,
-    UInt32Array,
+    make_array, new_null_array, Array, ArrayData, ArrayRef, AsArray, FixedSizeListArray, ListArray, MapArray, MutableArrayData,
+    StringArray, StructArray,
 };
 use arrow::buffer::{NullBuffer, OffsetBuffer};
 use arrow::compute::{cast_with_options, CastOptions};
@@ -148,23 +148,33 @@ fn fixed_values(input: &ArrayRef, size: usize, empty_is_null: bool) -> Option<Re
     if matches!(input.data_type(), DataType::FixedSizeList(..)) {
         return Some(Ok((values, input.nulls().cloned())));
     }
-    let mut take: Vec<Option<u32>> = Vec::with_capacity(input.len() * size);
+    // Every row valid and `size` long, back to back (a vector read from Parquet): the
+    // values as they are.
+    let first = offsets[0] as usize;
+    if input.null_count() == 0 && offsets.iter().enumerate().all(|(i, &o)| o as usize == first + i * size) {
+        return Some(Ok((values.slice(first, input.len() * size), None)));
+    }
+    // Else copied run by run, `size` NULL slots for a NULL row.
+    let data = values.to_data();
+    let mut out = MutableArrayData::new(vec![&data], true, input.len() * size);
     let mut valid = Vec::with_capacity(input.len());
     for row in 0..input.len() {
         let (start, end) = (offsets[row] as usize, offsets[row + 1] as usize);
         let null = input.is_null(row) || (empty_is_null && start == end && size > 0);
         valid.push(!null);
-        if null {
-            take.extend(std::iter::repeat_n(None, size));
+        let grown = if null {
+            out.try_extend_nulls(size)
         } else if end - start != size {
             return Some(Err(CastFailure::Value { row, value: format!("a list of {} values (the column holds {size})", end - start) }));
         } else {
-            take.extend((start..end).map(|i| Some(i as u32)));
+            out.try_extend(0, start, end)
+        };
+        if let Err(e) = grown {
+            return Some(Err(CastFailure::Type { found: e.to_string() }));
         }
     }
     let nulls = NullBuffer::from(valid);
-    let taken = arrow::compute::take(&values, &UInt32Array::from(take), None).map_err(|e| CastFailure::Type { found: e.to_string() });
-    Some(taken.map(|values| (values, (nulls.null_count() > 0).then_some(nulls))))
+    Some(Ok((make_array(out.freeze()), (nulls.null_count() > 0).then_some(nulls))))
 }
 
 /// The values of a list's or map's field, converted; `row_of` maps a value's index to

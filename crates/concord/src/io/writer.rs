@@ -165,11 +165,21 @@ fn encode(schema: &Schema, batches: Vec<RecordBatch>, size_hint: usize) -> Resul
         keep.push(0); // a data file needs a column to carry its row count
     }
     let file_schema = std::sync::Arc::new(schema.arrow_schema_with_field_ids().project(&keep).map_err(WriteError::encode)?);
-    let props = WriterProperties::builder()
+    let mut props = WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
-        .set_statistics_enabled(EnabledStatistics::Page)
-        .build();
+        .set_statistics_enabled(EnabledStatistics::Page);
+    // Floats inside lists and vectors (embeddings): no dictionary (their values hardly
+    // repeat: hashing them is wasted) and no statistics (nothing prunes on elements).
+    let parquet_schema = parquet::arrow::ArrowSchemaConverter::new().convert(&file_schema).map_err(WriteError::encode)?;
+    for leaf in parquet_schema.columns() {
+        if leaf.max_rep_level() > 0 && matches!(leaf.physical_type(), parquet::basic::Type::FLOAT | parquet::basic::Type::DOUBLE) {
+            props = props
+                .set_column_dictionary_enabled(leaf.path().clone(), false)
+                .set_column_statistics_enabled(leaf.path().clone(), EnabledStatistics::None);
+        }
+    }
+    let props = props.build();
     let fields = keep.iter().map(|&i| schema.fields[i].id).collect();
     let mut stats = super::stats::file_stats(&schema.fields, &keep, &batches);
     stats.extend(super::leaf_stats::file_leaf_stats(&schema.fields, &keep, &batches));
