@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use arrow::array::{make_array, Array, ArrayRef, AsArray, RecordBatch};
+use arrow::array::{make_array, Array, ArrayRef, AsArray};
 use arrow::buffer::NullBuffer;
 use arrow::datatypes::{Field as ArrowField, Schema as ArrowSchema, SchemaRef};
 use datafusion::common::tree_node::{Transformed, TreeNode};
@@ -65,17 +65,6 @@ fn collect(field: &Field, array: &ArrayRef, above: Option<&NullBuffer>, out: &mu
             }
         }
     }
-}
-
-/// Statistics of the struct leaves of `batches`' columns `columns` (of `fields`).
-pub(crate) fn file_leaf_stats(fields: &[Field], columns: &[usize], batches: &[RecordBatch]) -> Vec<ColumnStats> {
-    columns
-        .iter()
-        .flat_map(|&i| {
-            let arrays: Vec<&ArrayRef> = batches.iter().map(|b| b.column(i)).collect();
-            leaf_stats(&fields[i], &arrays)
-        })
-        .collect()
 }
 
 /// What `fragment`'s statistics say about `leaf`.

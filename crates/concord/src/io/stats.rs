@@ -31,15 +31,13 @@ pub(crate) fn column_stats(field: &Field, arrays: &[&ArrayRef]) -> ColumnStats {
     ColumnStats { field: field.id, nulls, min, max }
 }
 
-/// Statistics of every column of `batches` (all with `fields`, in order).
+/// Statistics of every column of `batches` (all with `fields`, in order), then of
+/// their struct leaves (`super::leaf_stats`).
 pub(crate) fn file_stats(fields: &[Field], columns: &[usize], batches: &[RecordBatch]) -> Vec<ColumnStats> {
-    columns
-        .iter()
-        .map(|&i| {
-            let arrays: Vec<&ArrayRef> = batches.iter().map(|b| b.column(i)).collect();
-            column_stats(&fields[i], &arrays)
-        })
-        .collect()
+    let arrays = |i: usize| -> Vec<&ArrayRef> { batches.iter().map(|b| b.column(i)).collect() };
+    let mut stats: Vec<ColumnStats> = columns.iter().map(|&i| column_stats(&fields[i], &arrays(i))).collect();
+    stats.extend(columns.iter().flat_map(|&i| super::leaf_stats::leaf_stats(&fields[i], &arrays(i))));
+    stats
 }
 
 /// The smallest and largest non-NULL value as text, if the type records them.

@@ -181,8 +181,7 @@ fn encode(schema: &Schema, batches: Vec<RecordBatch>, size_hint: usize) -> Resul
     }
     let props = props.build();
     let fields = keep.iter().map(|&i| schema.fields[i].id).collect();
-    let mut stats = super::stats::file_stats(&schema.fields, &keep, &batches);
-    stats.extend(super::leaf_stats::file_leaf_stats(&schema.fields, &keep, &batches));
+    let stats = super::stats::file_stats(&schema.fields, &keep, &batches);
     let mut writer =
         ArrowWriter::try_new(Vec::with_capacity(size_hint + (1 << 20)), file_schema.clone(), Some(props)).map_err(WriteError::encode)?;
     for batch in batches {
