@@ -26,7 +26,7 @@ const KNOWN_PROPERTIES: &[(&str, &str)] = &[(PROPERTY_ISOLATION, "serializable o
 impl Table {
     /// Prepares an added column (`name type [not null] [default <SQL expression>]`), or
     /// an added struct field (`column.field type`, or deeper: `a.b.c type`; the name up
-    /// to its last dot names a struct, when its first part names a column).
+    /// to its last dot names a struct, when its first part names a nested column).
     pub(super) async fn prepare_add_column(&self, definition: &str) -> Result<PreparedTransaction, WriteError> {
         let base = self.write_base().await?;
         let spec = ColumnSpec::parse(definition).map_err(AlterError::from)?;
@@ -36,7 +36,9 @@ impl Table {
         }
         let segments = split_path(&spec.name);
         let quoted = definition.trim_start().starts_with('"');
-        if !quoted && segments.len() > 1 && schema.resolve(&segments[0]).is_ok() {
+        // A path into a nested column; a dotted name beside a flat column is a new
+        // column of that name, as before nested types.
+        if !quoted && segments.len() > 1 && schema.resolve(&segments[0]).is_ok_and(|f| f.column_type.is_nested()) {
             let column = new_struct_field(schema, &spec, &segments)?;
             return Ok(base.transaction(Operation::AddColumn { column }, base.env.clock.now()));
         }

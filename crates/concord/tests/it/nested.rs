@@ -160,6 +160,9 @@ async fn struct_fields_evolve_by_id_without_rewriting_files() {
     assert!(err.contains("only columns and struct fields"), "{err}");
     t.drop_column("l.element.y", &o).await.unwrap_err();
     assert!(matches!(t.drop_column("p.nope", &o).await, Err(concord::WriteError::Alter(_))));
+    // Beside a flat column, a dotted name is a new column of that name (as before nested types).
+    t.add_column("id.x int", &o).await.unwrap();
+    assert!(t.latest().await.unwrap().schema().field("id.x").is_some());
 }
 
 /// The conflict rules over nested changes: ours prepared on the same version as the
