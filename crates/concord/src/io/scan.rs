@@ -78,7 +78,14 @@ pub(crate) fn prune(fragments: Vec<Fragment>, plan: &ScanPlan, metrics: &std::sy
 /// so that a scan rarely waits for a request.
 const OPEN_AHEAD: usize = 4;
 
+/// Batches a fragment opened ahead holds decoded before the scan reaches it.
+const DECODED_AHEAD: usize = 1;
+
 /// Streams the rows of `fragments` in fragment order (callers prune them first).
+///
+/// On a runtime, each fragment opened ahead is decoded by a task of its own, so that
+/// the runtime's threads decode several files at once; the batches still come out in
+/// fragment order, so the rows do not depend on timing.
 pub(crate) fn scan_fragments(
     store: Arc<TableStore>,
     fragments: Vec<Fragment>,
@@ -88,11 +95,37 @@ pub(crate) fn scan_fragments(
     stream::iter(fragments)
         .map(move |fragment| {
             let (store, plan, metrics) = (store.clone(), plan.clone(), metrics.clone());
-            async move { open_fragment(&store, &fragment, plan, &metrics).await }
+            async move { open_fragment(&store, &fragment, plan, &metrics).await.map(decode_ahead) }
         })
         .buffered(OPEN_AHEAD)
         .try_flatten()
         .boxed()
+}
+
+/// `batches` decoded by a task of their own (when there is a runtime to run it), a
+/// batch or so ahead of the consumer; the task stops when the consumer goes away.
+fn decode_ahead(mut batches: BoxStream<'static, Result<RecordBatch, ScanError>>) -> BoxStream<'static, Result<RecordBatch, ScanError>> {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else { return batches };
+    let (tx, rx) = tokio::sync::mpsc::channel(DECODED_AHEAD);
+    let task = runtime.spawn(async move {
+        while let Some(batch) = batches.next().await {
+            let failed = batch.is_err();
+            if tx.send(batch).await.is_err() || failed {
+                return;
+            }
+        }
+    });
+    let guard = AbortOnDrop(task.abort_handle());
+    stream::unfold((rx, guard), |(mut rx, guard)| async move { rx.recv().await.map(|item| (item, (rx, guard))) }).boxed()
+}
+
+/// Aborts the decoding task when the consumer drops its stream.
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// Turns a decoding failure into an error naming the data file.

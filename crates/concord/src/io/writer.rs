@@ -1,11 +1,13 @@
 //! Writes rows as new Parquet data files (fresh UUID names, created once), one
 //! fragment per file of at most [`MAX_ROWS_PER_FILE`] rows and about
-//! [`MAX_FILE_BYTES`] of Arrow data, as the rows arrive: memory stays bounded by one
-//! file's bytes whatever the input's size or the width of its rows (a 768-float vector
-//! is 3 KiB a row: 2^20 of them would be 3 GiB).
+//! [`MAX_FILE_BYTES`] of Arrow data, as the rows arrive: memory stays bounded by two
+//! files' bytes (one encoding while the one before it uploads) whatever the input's size
+//! or the width of its rows (a 768-float vector is 3 KiB a row: 2^20 of them would be
+//! 3 GiB).
 
 use arrow::array::RecordBatch;
 use bytes::Bytes;
+use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnChunk, ArrowRowGroupWriterFactory};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
@@ -21,9 +23,9 @@ use crate::table::{ProgressFn, WriteProgress};
 /// Rows per data file (one fragment each).
 pub(crate) const MAX_ROWS_PER_FILE: usize = 1 << 20;
 /// Arrow bytes a data file holds at most (one row more only when a single row is
-/// larger): the writer buffers a file's rows and its encoded bytes, so this bounds its
-/// memory.
-pub(crate) const MAX_FILE_BYTES: usize = 128 << 20;
+/// larger): the writer buffers a file's rows and its encoding while the file before it
+/// uploads, so this bounds its memory (two files' worth).
+pub(crate) const MAX_FILE_BYTES: usize = 64 << 20;
 /// Rows per Parquet row group: the unit of statistics pruning.
 pub(crate) const ROW_GROUP_ROWS: usize = 64 * 1024;
 /// Arrow bytes a row group holds at most (likewise), so that a reader decodes wide rows
@@ -55,6 +57,8 @@ pub(crate) struct FragmentWriter<'a> {
     /// Arrow bytes of `pending` (estimated per row from each pushed batch).
     pending_bytes: usize,
     written: Vec<NewFragment>,
+    /// The last file encoded, to upload while the next one encodes.
+    uploading: Option<Upload<'a>>,
     /// Told the rows pushed and bytes written so far.
     progress: Option<ProgressFn>,
     reported: WriteProgress,
@@ -71,6 +75,7 @@ impl<'a> FragmentWriter<'a> {
             pending_rows: 0,
             pending_bytes: 0,
             written: Vec::new(),
+            uploading: None,
             progress: None,
             reported,
         }
@@ -116,6 +121,7 @@ impl<'a> FragmentWriter<'a> {
         if self.pending_rows > 0 {
             self.flush().await?;
         }
+        self.upload().await?;
         Ok(std::mem::take(&mut self.written))
     }
 
@@ -124,18 +130,58 @@ impl<'a> FragmentWriter<'a> {
         &self.written
     }
 
+    /// Encodes the pending rows as a file, to upload at the next flush or at `finish`.
+    ///
+    /// While a file uploads, the next one encodes on a thread of its own, joined without
+    /// yielding to other tasks: the writer's requests and names come in the same order
+    /// whatever the threads' timing, so a seeded simulation replays exactly. (The first
+    /// file, with nothing to upload beside it, encodes here.)
     async fn flush(&mut self) -> Result<(), WriteError> {
         let batches = std::mem::take(&mut self.pending);
         let rows = std::mem::take(&mut self.pending_rows) as u64;
-        let (bytes, fields, stats) = encode(self.schema, batches, std::mem::take(&mut self.pending_bytes))?;
+        let size_hint = std::mem::take(&mut self.pending_bytes);
+        let encoded = if self.uploading.is_some() {
+            let schema = self.schema.clone();
+            let encoding = std::thread::Builder::new()
+                .name("concord-encode".into())
+                .spawn(move || encode(&schema, batches, size_hint))
+                .map_err(WriteError::encode)?;
+            let uploaded = self.upload().await;
+            let encoded = encoding.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            uploaded?;
+            encoded
+        } else {
+            encode(self.schema, batches, size_hint)
+        };
+        let (bytes, fields, stats) = encoded?;
         let path = naming::data_file_name(self.env.new_uuid());
         let size_bytes = bytes.len() as u64;
-        self.store.put_new(&path, Bytes::from(bytes)).await?;
-        self.reported.bytes_written += size_bytes;
-        self.report();
-        self.written.push(NewFragment { files: vec![DataFile { path, fields, size_bytes, stats }], rows });
+        let store = self.store;
+        let put = {
+            let path = path.clone();
+            Box::pin(async move { store.put_new(&path, Bytes::from(bytes)).await })
+        };
+        let fragment = NewFragment { files: vec![DataFile { path, fields, size_bytes, stats }], rows };
+        self.uploading = Some(Upload { fragment, put });
         Ok(())
     }
+
+    /// Uploads the last file encoded, if any.
+    async fn upload(&mut self) -> Result<(), WriteError> {
+        if let Some(Upload { fragment, put }) = self.uploading.take() {
+            put.await?;
+            self.reported.bytes_written += fragment.files[0].size_bytes;
+            self.report();
+            self.written.push(fragment);
+        }
+        Ok(())
+    }
+}
+
+/// An encoded file and its upload, not yet begun.
+struct Upload<'a> {
+    fragment: NewFragment,
+    put: std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), crate::error::StorageError>> + Send + 'a>>,
 }
 
 /// Arrow bytes per row of `batch` (at least 1): the bytes of its rows (a slice counts
@@ -152,8 +198,13 @@ fn row_bytes(batch: &RecordBatch) -> usize {
 /// reads back as NULL all the same, and a write that carries no values for a column
 /// does not conflict with a concurrent drop of it.
 ///
+/// Row groups are encoded a few at a time, one thread each (as many as the machine has
+/// cores), and appended in order: the file's bytes are the same whatever the threads'
+/// timing, so a seeded simulation replays exactly.
+///
 /// Memory: each batch is dropped once encoded, and the output is allocated once at
-/// `size_hint` (the batches' Arrow bytes), so the peak stays near one file's bytes.
+/// `size_hint` (the batches' Arrow bytes), so the peak stays near one file's bytes plus
+/// one row group per thread.
 fn encode(schema: &Schema, batches: Vec<RecordBatch>, size_hint: usize) -> Result<(Vec<u8>, Vec<u32>, Vec<ColumnStats>), WriteError> {
     let mut keep: Vec<usize> = (0..schema.fields.len())
         .filter(|&i| {
@@ -165,10 +216,7 @@ fn encode(schema: &Schema, batches: Vec<RecordBatch>, size_hint: usize) -> Resul
         keep.push(0); // a data file needs a column to carry its row count
     }
     let file_schema = std::sync::Arc::new(schema.arrow_schema_with_field_ids().project(&keep).map_err(WriteError::encode)?);
-    let mut props = WriterProperties::builder()
-        .set_compression(Compression::SNAPPY)
-        .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
-        .set_statistics_enabled(EnabledStatistics::Page);
+    let mut props = WriterProperties::builder().set_compression(Compression::SNAPPY).set_statistics_enabled(EnabledStatistics::Page);
     // Floats inside lists and vectors (embeddings): no dictionary (their values hardly
     // repeat: hashing them is wasted) and no statistics (nothing prunes on elements).
     let parquet_schema = parquet::arrow::ArrowSchemaConverter::new().convert(&file_schema).map_err(WriteError::encode)?;
@@ -179,33 +227,106 @@ fn encode(schema: &Schema, batches: Vec<RecordBatch>, size_hint: usize) -> Resul
                 .set_column_statistics_enabled(leaf.path().clone(), EnabledStatistics::None);
         }
     }
-    let props = props.build();
     let fields = keep.iter().map(|&i| schema.fields[i].id).collect();
     let stats = super::stats::file_stats(&schema.fields, &keep, &batches);
-    let mut writer =
-        ArrowWriter::try_new(Vec::with_capacity(size_hint + (1 << 20)), file_schema.clone(), Some(props)).map_err(WriteError::encode)?;
-    for batch in batches {
-        // Nested columns get their fields' ids (the same arrays, relabelled).
-        let columns = keep
-            .iter()
-            .zip(file_schema.fields())
-            .map(|(&i, f)| super::nested::relabel(batch.column(i), f.data_type()))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(WriteError::encode)?;
-        let batch = RecordBatch::try_new(file_schema.clone(), columns).map_err(WriteError::encode)?;
-        // Row groups end at ROW_GROUP_ROWS rows (the writer's setting) or ROW_GROUP_BYTES
-        // of Arrow data, whichever comes first.
-        let row_bytes = row_bytes(&batch);
-        let mut offset = 0;
-        while offset < batch.num_rows() {
-            let room = (ROW_GROUP_BYTES.saturating_sub(writer.in_progress_rows() * row_bytes) / row_bytes).max(1);
-            let take = room.min(batch.num_rows() - offset);
-            writer.write(&batch.slice(offset, take)).map_err(WriteError::encode)?;
-            offset += take;
-            if (writer.in_progress_rows() + 1) * row_bytes > ROW_GROUP_BYTES {
-                writer.flush().map_err(WriteError::encode)?;
+    // Nested columns get their fields' ids (the same arrays, relabelled).
+    let batches = batches
+        .iter()
+        .map(|batch| {
+            let columns = keep
+                .iter()
+                .zip(file_schema.fields())
+                .map(|(&i, f)| super::nested::relabel(batch.column(i), f.data_type()))
+                .collect::<Result<Vec<_>, _>>()?;
+            RecordBatch::try_new(file_schema.clone(), columns)
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(WriteError::encode)?;
+    let writer = ArrowWriter::try_new(Vec::with_capacity(size_hint + (1 << 20)), file_schema.clone(), Some(props.build()))
+        .map_err(WriteError::encode)?;
+    let (mut file, factory) = writer.into_serialized_writer().map_err(WriteError::encode)?;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut groups = RowGroups { batches: batches.into(), offset: 0 };
+    let mut index = 0;
+    loop {
+        let wave: Vec<Vec<RecordBatch>> = std::iter::from_fn(|| groups.next()).take(threads).collect();
+        if wave.is_empty() {
+            break;
+        }
+        let encoded = if wave.len() == 1 {
+            vec![encode_row_group(&factory, index, &wave[0])]
+        } else {
+            std::thread::scope(|scope| {
+                let running: Vec<_> = wave
+                    .iter()
+                    .enumerate()
+                    .map(|(k, group)| {
+                        let factory = &factory;
+                        scope.spawn(move || encode_row_group(factory, index + k, group))
+                    })
+                    .collect();
+                running.into_iter().map(|t| t.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect::<Vec<_>>()
+            })
+        };
+        drop(wave);
+        for chunks in encoded {
+            let mut row_group = file.next_row_group().map_err(WriteError::encode)?;
+            for chunk in chunks.map_err(WriteError::encode)? {
+                chunk.append_to_row_group(&mut row_group).map_err(WriteError::encode)?;
+            }
+            row_group.close().map_err(WriteError::encode)?;
+            index += 1;
+        }
+    }
+    Ok((file.into_inner().map_err(WriteError::encode)?, fields, stats))
+}
+
+/// The column chunks of row group `index`, holding the rows of `slices`.
+fn encode_row_group(
+    factory: &ArrowRowGroupWriterFactory,
+    index: usize,
+    slices: &[RecordBatch],
+) -> parquet::errors::Result<Vec<ArrowColumnChunk>> {
+    let mut writers = factory.create_column_writers(index)?;
+    for batch in slices {
+        let mut leaves_writers = writers.iter_mut();
+        for (field, column) in batch.schema_ref().fields().iter().zip(batch.columns()) {
+            for leaf in compute_leaves(field, column)? {
+                let writer = leaves_writers.next().expect("one writer per leaf column");
+                writer.write(&leaf)?;
             }
         }
     }
-    Ok((writer.into_inner().map_err(WriteError::encode)?, fields, stats))
+    writers.into_iter().map(|w| w.close()).collect()
+}
+
+/// Batches cut into row groups of at most [`ROW_GROUP_ROWS`] rows and
+/// [`ROW_GROUP_BYTES`] of Arrow data (at least one row, however wide); a batch is
+/// dropped once its last rows are taken.
+struct RowGroups {
+    batches: std::collections::VecDeque<RecordBatch>,
+    /// Rows of the first batch already taken.
+    offset: usize,
+}
+
+impl RowGroups {
+    fn next(&mut self) -> Option<Vec<RecordBatch>> {
+        let (mut rows, mut bytes, mut group) = (0, 0, Vec::new());
+        while let Some(batch) = self.batches.front() {
+            let row_bytes = row_bytes(batch);
+            let room = (ROW_GROUP_BYTES.saturating_sub(bytes) / row_bytes).max(usize::from(rows == 0));
+            let take = (ROW_GROUP_ROWS - rows).min(room).min(batch.num_rows() - self.offset);
+            if take > 0 {
+                group.push(batch.slice(self.offset, take));
+                (rows, bytes, self.offset) = (rows + take, bytes + take * row_bytes, self.offset + take);
+            }
+            if self.offset == batch.num_rows() {
+                self.batches.pop_front();
+                self.offset = 0;
+            } else {
+                break;
+            }
+        }
+        (!group.is_empty()).then_some(group)
+    }
 }

@@ -197,7 +197,7 @@ async fn manifests_round_trip_and_version_files_are_inverted() {
 }
 
 /// Files and row groups are cut by bytes, not only rows: 50,000 rows of 3,072 bytes
-/// (150 MiB, far fewer than a file's 2^20 rows) make two files of at most 128 MiB of
+/// (150 MiB, far fewer than a file's 2^20 rows) make three files of at most 64 MiB of
 /// Arrow data, with row groups of at most 32 MiB, and read back whole.
 #[tokio::test]
 async fn wide_rows_are_cut_into_files_and_row_groups_by_bytes() {
@@ -217,9 +217,9 @@ async fn wide_rows_are_cut_into_files_and_row_groups_by_bytes() {
     table.append(batches.as_slice(), &CommitOptions::default()).await.unwrap();
     let table = table.latest().await.unwrap();
     let fragments = table.fragments().await.unwrap();
-    assert_eq!(fragments.len(), 2, "150 MiB in files of at most 128 MiB");
+    assert_eq!(fragments.len(), 3, "150 MiB in files of at most 64 MiB");
     assert!(
-        fragments.iter().all(|f| f.files[0].size_bytes <= 130 << 20),
+        fragments.iter().all(|f| f.files[0].size_bytes <= 66 << 20),
         "{:?}",
         fragments.iter().map(|f| f.files[0].size_bytes).collect::<Vec<_>>()
     );
