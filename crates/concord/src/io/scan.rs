@@ -103,28 +103,51 @@ pub(crate) fn scan_fragments(
 }
 
 /// `batches` decoded by a task of their own (when there is a runtime to run it), a
-/// batch or so ahead of the consumer; the task stops when the consumer goes away.
+/// batch or so ahead of the consumer. The task stops when the consumer goes away; a
+/// panic in it reaches the consumer as it would have without the task (a scan never
+/// ends early without saying why).
 fn decode_ahead(mut batches: BoxStream<'static, Result<RecordBatch, ScanError>>) -> BoxStream<'static, Result<RecordBatch, ScanError>> {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else { return batches };
     let (tx, rx) = tokio::sync::mpsc::channel(DECODED_AHEAD);
-    let task = runtime.spawn(async move {
+    let task = DecodeTask(Some(runtime.spawn(async move {
         while let Some(batch) = batches.next().await {
             let failed = batch.is_err();
             if tx.send(batch).await.is_err() || failed {
                 return;
             }
         }
-    });
-    let guard = AbortOnDrop(task.abort_handle());
-    stream::unfold((rx, guard), |(mut rx, guard)| async move { rx.recv().await.map(|item| (item, (rx, guard))) }).boxed()
+    })));
+    stream::unfold((rx, task), |(mut rx, mut task)| async move {
+        match rx.recv().await {
+            Some(item) => Some((item, (rx, task))),
+            None => {
+                if let Some(Err(e)) = task.finished().await {
+                    if e.is_panic() {
+                        std::panic::resume_unwind(e.into_panic());
+                    }
+                }
+                None
+            }
+        }
+    })
+    .boxed()
 }
 
-/// Aborts the decoding task when the consumer drops its stream.
-struct AbortOnDrop(tokio::task::AbortHandle);
+/// The decoding task, aborted when the consumer drops its stream.
+struct DecodeTask(Option<tokio::task::JoinHandle<()>>);
 
-impl Drop for AbortOnDrop {
+impl DecodeTask {
+    /// How the task ended (once it has: its channel is closed).
+    async fn finished(&mut self) -> Option<Result<(), tokio::task::JoinError>> {
+        Some(self.0.take()?.await)
+    }
+}
+
+impl Drop for DecodeTask {
     fn drop(&mut self) {
-        self.0.abort();
+        if let Some(task) = &self.0 {
+            task.abort();
+        }
     }
 }
 
