@@ -58,7 +58,7 @@ pub(crate) struct FragmentWriter<'a> {
     pending_bytes: usize,
     written: Vec<NewFragment>,
     /// The last file encoded, to upload while the next one encodes.
-    uploading: Option<Upload<'a>>,
+    uploading: Option<Upload>,
     /// Told the rows pushed and bytes written so far.
     progress: Option<ProgressFn>,
     reported: WriteProgress,
@@ -156,20 +156,15 @@ impl<'a> FragmentWriter<'a> {
         let (bytes, fields, stats) = encoded?;
         let path = naming::data_file_name(self.env.new_uuid());
         let size_bytes = bytes.len() as u64;
-        let store = self.store;
-        let put = {
-            let path = path.clone();
-            Box::pin(async move { store.put_new(&path, Bytes::from(bytes)).await })
-        };
         let fragment = NewFragment { files: vec![DataFile { path, fields, size_bytes, stats }], rows };
-        self.uploading = Some(Upload { fragment, put });
+        self.uploading = Some(Upload { fragment, bytes: Bytes::from(bytes) });
         Ok(())
     }
 
     /// Uploads the last file encoded, if any.
     async fn upload(&mut self) -> Result<(), WriteError> {
-        if let Some(Upload { fragment, put }) = self.uploading.take() {
-            put.await?;
+        if let Some(Upload { fragment, bytes }) = self.uploading.take() {
+            self.store.put_new(&fragment.files[0].path, bytes).await?;
             self.reported.bytes_written += fragment.files[0].size_bytes;
             self.report();
             self.written.push(fragment);
@@ -178,10 +173,10 @@ impl<'a> FragmentWriter<'a> {
     }
 }
 
-/// An encoded file and its upload, not yet begun.
-struct Upload<'a> {
+/// An encoded file, not yet uploaded.
+struct Upload {
     fragment: NewFragment,
-    put: std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), crate::error::StorageError>> + Send + 'a>>,
+    bytes: Bytes,
 }
 
 /// Arrow bytes per row of `batch` (at least 1): the bytes of its rows (a slice counts
