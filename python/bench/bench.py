@@ -20,8 +20,10 @@ shared machine weighs on all alike):
                   checked against what was written; the append also until its rows
                   are on disk (the call, then a sync: Concord's are already)
 
-Schema: id bigint not null, val bigint not null, name varchar. Prints one markdown
-table (and, with --json PATH, the raw figures).
+Schema: id bigint not null, val bigint not null, name varchar. With --rounds N each
+workload runs N rounds, every system once a round, in turn; each figure printed is the
+median of its rounds. Prints one markdown table (and, with --json PATH, the raw figures
+of every round).
 """
 
 from __future__ import annotations
@@ -204,6 +206,15 @@ def vector_batches(rows, dim):
 
 
 def peak_mib():
+    """This process's peak RSS: VmHWM where there is one (getrusage's figure survives
+    exec, so a process spawned from a large parent would report the parent's)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -294,6 +305,20 @@ def fmt(v, digits=1):
     return f"{v:,}" if isinstance(v, int) else str(v)
 
 
+def median_of(rounds):
+    """One result from several rounds' (dicts alike): each number the median of its
+    rounds; an error if any round failed."""
+    for r in rounds:
+        if isinstance(r, dict) and "error" in r:
+            return r
+    first = rounds[0]
+    if isinstance(first, dict):
+        return {k: median_of([r[k] for r in rounds]) for k in first}
+    if isinstance(first, (int, float)) and not isinstance(first, bool):
+        return statistics.median(rounds)
+    return first
+
+
 def report(results, args):
     systems = [s for s in SYSTEMS if s in results]
     lines = ["| workload | " + " | ".join(systems) + " |", "|---|" + "---:|" * len(systems)]
@@ -355,6 +380,7 @@ def main():
     p.add_argument("--vector-rows", type=int, default=1_000_000)
     p.add_argument("--vector-dim", type=int, default=768)
     p.add_argument("--workloads", default="small,big,writers,read,vectors", help="which workloads to run (comma-separated)")
+    p.add_argument("--rounds", type=int, default=1, help="rounds of each workload (figures: the median of the rounds)")
     p.add_argument("--dir", default=None, help="folder for the tables (default: a temporary folder)")
     p.add_argument("--json", default=None)
     args = p.parse_args()
@@ -371,26 +397,29 @@ def main():
         steps += [("read", lambda name: read_big(name, root, args.read_rows))]
         steps += [("vectors", lambda name: vectors(name, root, args.vector_rows, args.vector_dim))]
         steps = [(key, step) for key, step in steps if (key if not key.startswith("w") else "writers") in wanted]
+        rounds = {}
         for key, step in steps:
-            for name in names:
-                r = results.setdefault(name, {})
-                print(f"bench: {name} {key} ...", file=sys.stderr, flush=True)
-                started = time.perf_counter()
-                try:
-                    r[key] = step(name)
-                except Exception:  # noqa: BLE001
-                    r[key] = {"error": traceback.format_exc()[-800:]}
-                    print(r[key]["error"], file=sys.stderr)
-                print(f"bench: {name} {key}: {r[key]} ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
-                shutil.rmtree(os.path.join(root), ignore_errors=True)
-                os.makedirs(root, exist_ok=True)
+            for round_ in range(args.rounds):
+                for name in names:
+                    print(f"bench: {name} {key} (round {round_ + 1} of {args.rounds}) ...", file=sys.stderr, flush=True)
+                    started = time.perf_counter()
+                    try:
+                        r = step(name)
+                    except Exception:  # noqa: BLE001
+                        r = {"error": traceback.format_exc()[-800:]}
+                        print(r["error"], file=sys.stderr)
+                    rounds.setdefault(name, {}).setdefault(key, []).append(r)
+                    print(f"bench: {name} {key}: {r} ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
+                    shutil.rmtree(os.path.join(root), ignore_errors=True)
+                    os.makedirs(root, exist_ok=True)
+        results = {name: {key: median_of(rs) for key, rs in by_key.items()} for name, by_key in rounds.items()}
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print(f"versions: {versions()}; cpus: {os.cpu_count()}; local disk ({tempfile.gettempdir()})")
     print(report(results, args))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"versions": versions(), "results": results}, f, indent=2)
+            json.dump({"versions": versions(), "results": results, "rounds": rounds}, f, indent=2)
 
 
 if __name__ == "__main__":

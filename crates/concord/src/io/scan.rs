@@ -14,7 +14,7 @@ use arrow::datatypes::SchemaRef;
 use datafusion::common::pruning::PruningStatistics;
 use datafusion::common::{Column, ScalarValue};
 use futures::stream::{self, BoxStream};
-use futures::{StreamExt, TryStreamExt};
+use futures::{future, StreamExt, TryStreamExt};
 use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
 use parquet::arrow::arrow_reader::{ArrowPredicateFn, ArrowReaderOptions, RowFilter};
 use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
@@ -74,52 +74,95 @@ pub(crate) fn prune(fragments: Vec<Fragment>, plan: &ScanPlan, metrics: &std::sy
     }
 }
 
-/// Fragments opened ahead of the one being read (footer and deletion vector fetched),
-/// so that a scan rarely waits for a request.
+/// Fragments opened and decoded ahead of the one being read, so that a scan rarely
+/// waits for a request and the runtime's threads decode several files at once.
 const OPEN_AHEAD: usize = 4;
 
-/// Batches a fragment opened ahead holds decoded before the scan reaches it.
-const DECODED_AHEAD: usize = 1;
+/// How much a fragment opened ahead decodes before the scan reaches it (one batch more
+/// when a single batch is larger). A scan holds at most [`OPEN_AHEAD`] times this ahead.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Ahead {
+    /// 64 MiB of Arrow data, a whole file: the files opened ahead decode at once.
+    Files,
+    /// One batch: a scan with a row limit decodes little that it does not return.
+    Batch,
+}
+
+impl Ahead {
+    /// The budget in KiB.
+    fn kib(self) -> u32 {
+        match self {
+            Ahead::Files => 64 << 10,
+            Ahead::Batch => 1,
+        }
+    }
+}
+
+type Batches = BoxStream<'static, Result<RecordBatch, ScanError>>;
 
 /// Streams the rows of `fragments` in fragment order (callers prune them first).
 ///
-/// On a runtime, each fragment opened ahead is decoded by a task of its own, so that
-/// the runtime's threads decode several files at once; the batches still come out in
-/// fragment order, so the rows do not depend on timing.
+/// On a runtime, the next [`OPEN_AHEAD`] fragments are each opened and decoded by a task
+/// of their own as soon as the scan reaches the one before them; the batches still come
+/// out in fragment order, so the rows do not depend on timing.
 pub(crate) fn scan_fragments(
     store: Arc<TableStore>,
     fragments: Vec<Fragment>,
     plan: Arc<ScanPlan>,
     metrics: Arc<std::sync::Mutex<ScanMetrics>>,
-) -> BoxStream<'static, Result<RecordBatch, ScanError>> {
+    ahead: Ahead,
+) -> Batches {
     stream::iter(fragments)
         .map(move |fragment| {
             let (store, plan, metrics) = (store.clone(), plan.clone(), metrics.clone());
-            async move { open_fragment(&store, &fragment, plan, &metrics).await.map(decode_ahead) }
+            // Started here, when `buffered` takes the fragment in, not when it is read.
+            future::ready(decode_ahead(async move { open_fragment(&store, &fragment, plan, &metrics).await }, ahead))
         })
         .buffered(OPEN_AHEAD)
-        .try_flatten()
+        .flatten()
         .boxed()
 }
 
-/// `batches` decoded by a task of their own (when there is a runtime to run it), a
-/// batch or so ahead of the consumer. The task stops when the consumer goes away; a
-/// panic in it reaches the consumer as it would have without the task (a scan never
-/// ends early without saying why).
-fn decode_ahead(mut batches: BoxStream<'static, Result<RecordBatch, ScanError>>) -> BoxStream<'static, Result<RecordBatch, ScanError>> {
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else { return batches };
-    let (tx, rx) = tokio::sync::mpsc::channel(DECODED_AHEAD);
+/// The batches of the stream `open` yields, opened and decoded by a task of their own
+/// (when there is a runtime to run it), up to `ahead` ahead of the consumer; a failure to open is the stream's one item. The task stops when the
+/// consumer goes away; a panic in it reaches the consumer as it would have without the
+/// task (a scan never ends early without saying why).
+fn decode_ahead(open: impl std::future::Future<Output = Result<Batches, ScanError>> + Send + 'static, ahead: Ahead) -> Batches {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else { return stream::once(open).try_flatten().boxed() };
+    // Budget in KiB: the task takes a batch's worth before sending it (the whole budget
+    // at most, so that any batch goes once nothing is ahead); the consumer gives it back.
+    let all = ahead.kib();
+    let budget = Arc::new(tokio::sync::Semaphore::new(all as usize));
+    let kib = move |batch: &Result<RecordBatch, ScanError>| match batch {
+        Ok(b) => u32::try_from(b.get_array_memory_size() >> 10).unwrap_or(all).clamp(1, all),
+        Err(_) => 1,
+    };
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let taken = budget.clone();
     let task = DecodeTask(Some(runtime.spawn(async move {
+        let mut batches = match open.await {
+            Ok(batches) => batches,
+            Err(e) => {
+                let _ = tx.send((Err(e), 1));
+                return;
+            }
+        };
         while let Some(batch) = batches.next().await {
             let failed = batch.is_err();
-            if tx.send(batch).await.is_err() || failed {
+            let n = kib(&batch);
+            let Ok(permits) = taken.acquire_many(n).await else { return };
+            permits.forget();
+            if tx.send((batch, n)).is_err() || failed {
                 return;
             }
         }
     })));
-    stream::unfold((rx, task), |(mut rx, mut task)| async move {
+    stream::unfold((rx, task, budget), |(mut rx, mut task, budget)| async move {
         match rx.recv().await {
-            Some(item) => Some((item, (rx, task))),
+            Some((item, n)) => {
+                budget.add_permits(n as usize);
+                Some((item, (rx, task, budget)))
+            }
             None => {
                 if let Some(Err(e)) = task.finished().await {
                     if e.is_panic() {

@@ -17,7 +17,7 @@ use crate::error::WriteError;
 use crate::format::manifest::{ColumnStats, DataFile, NewFragment};
 use crate::format::naming;
 use crate::format::schema::Schema;
-use crate::storage::TableStore;
+use crate::storage::{Durable, TableStore};
 use crate::table::{ProgressFn, WriteProgress};
 
 /// Rows per data file (one fragment each).
@@ -59,6 +59,9 @@ pub(crate) struct FragmentWriter<'a> {
     written: Vec<NewFragment>,
     /// The last file encoded, to upload while the next one encodes.
     uploading: Option<Upload>,
+    /// Files written whose fsync runs in the background (local disk): all are waited
+    /// for before `finish` returns, so a fragment handed out is durable.
+    syncing: Vec<Durable>,
     /// Told the rows pushed and bytes written so far.
     progress: Option<ProgressFn>,
     reported: WriteProgress,
@@ -76,6 +79,7 @@ impl<'a> FragmentWriter<'a> {
             pending_bytes: 0,
             written: Vec::new(),
             uploading: None,
+            syncing: Vec::new(),
             progress: None,
             reported,
         }
@@ -116,12 +120,16 @@ impl<'a> FragmentWriter<'a> {
         Ok(())
     }
 
-    /// Writes the last file; returns every fragment written, in order.
+    /// Writes the last file and waits until every file is durable; returns every
+    /// fragment written, in order.
     pub(crate) async fn finish(mut self) -> Result<Vec<NewFragment>, WriteError> {
         if self.pending_rows > 0 {
             self.flush().await?;
         }
         self.upload().await?;
+        for durable in std::mem::take(&mut self.syncing) {
+            durable.wait().await?;
+        }
         Ok(std::mem::take(&mut self.written))
     }
 
@@ -164,7 +172,7 @@ impl<'a> FragmentWriter<'a> {
     /// Uploads the last file encoded, if any.
     async fn upload(&mut self) -> Result<(), WriteError> {
         if let Some(Upload { fragment, bytes }) = self.uploading.take() {
-            self.store.put_new(&fragment.files[0].path, bytes).await?;
+            self.syncing.push(self.store.put_new_synced_later(&fragment.files[0].path, bytes).await?);
             self.reported.bytes_written += fragment.files[0].size_bytes;
             self.report();
             self.written.push(fragment);

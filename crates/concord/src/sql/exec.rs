@@ -18,7 +18,7 @@ use futures::{StreamExt, TryStreamExt};
 
 use super::error::ScanFailure;
 use crate::format::manifest::Fragment;
-use crate::io::scan::{scan_fragments, ScanMetrics, ScanPlan};
+use crate::io::scan::{scan_fragments, Ahead, ScanMetrics, ScanPlan};
 use crate::storage::TableStore;
 
 /// Scans fragments of one version with a projection, an exact filter and a limit.
@@ -129,7 +129,9 @@ impl ExecutionPlan for ScanExec {
 
     fn execute(&self, partition: usize, _context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
         let fragments = self.partitions.get(partition).cloned().unwrap_or_default();
-        let stream = scan_fragments(self.store.clone(), fragments, self.plan.clone(), self.metrics.clone()).map_err(ScanFailure::wrap);
+        let ahead = if self.limit.is_some() { Ahead::Batch } else { Ahead::Files };
+        let stream =
+            scan_fragments(self.store.clone(), fragments, self.plan.clone(), self.metrics.clone(), ahead).map_err(ScanFailure::wrap);
         let stream = match self.limit {
             None => stream.boxed(),
             Some(limit) => stream

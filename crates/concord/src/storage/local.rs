@@ -2,8 +2,11 @@
 //! then its directory) before it returns.
 //!
 //! Invariant: when a commit is acknowledged, its data files, deletion vectors,
-//! segments and root manifest are on stable storage, since each was synced when
-//! written and the manifest is written last. The advisory latest-version hint is the
+//! segments and root manifest are on stable storage, since each was synced before the
+//! manifest, which is written last. Data files are the one kind written first and
+//! synced afterwards, in the background ([`SyncedLocalStore::put_synced_later`]): their
+//! writer waits for every sync before it hands its fragments to anyone, so the kernel
+//! writes a file back while the next one is encoded and written. The advisory latest-version hint is the
 //! one object not synced: a stale or missing hint costs probes, never an answer. (object_store's `LocalFileSystem` writes
 //! via a temporary file and a rename or link, but syncs nothing.)
 
@@ -35,19 +38,43 @@ impl SyncedLocalStore {
 
     /// fsyncs `location`'s file and its directory (so the new name is durable too).
     async fn sync(&self, location: &Path) -> Result<()> {
+        self.start_sync(location)?.wait().await
+    }
+
+    /// Starts fsyncing `location`'s file and directory on the blocking pool.
+    pub(crate) fn start_sync(&self, location: &Path) -> Result<PendingSync> {
         let file: PathBuf = self.inner.path_to_filesystem(location)?;
-        let fail = |e: std::io::Error| object_store::Error::Generic { store: "LocalFileSystem", source: Box::new(e) };
-        tokio::task::spawn_blocking(move || -> std::io::Result<()> {
+        Ok(PendingSync(tokio::task::spawn_blocking(move || -> std::io::Result<()> {
             std::fs::File::open(&file)?.sync_all()?;
             if let Some(dir) = file.parent() {
                 std::fs::File::open(dir)?.sync_all()?;
             }
             Ok(())
-        })
-        .await
-        .map_err(|e| fail(std::io::Error::other(e)))?
-        .map_err(fail)
+        })))
     }
+
+    /// Writes `location` as `put_opts` does and starts its fsync without waiting for it:
+    /// the object is durable once the returned sync has completed, and only then may
+    /// anything that names it be written.
+    pub(crate) async fn put_synced_later(&self, location: &Path, payload: PutPayload, opts: PutOptions) -> Result<PendingSync> {
+        self.inner.put_opts(location, payload, opts).await?;
+        self.start_sync(location)
+    }
+}
+
+/// An fsync under way (see [`SyncedLocalStore::put_synced_later`]).
+#[derive(Debug)]
+pub(crate) struct PendingSync(tokio::task::JoinHandle<std::io::Result<()>>);
+
+impl PendingSync {
+    /// Waits until the object is on stable storage.
+    pub(crate) async fn wait(self) -> Result<()> {
+        self.0.await.map_err(|e| fail(std::io::Error::other(e)))?.map_err(fail)
+    }
+}
+
+fn fail(e: std::io::Error) -> object_store::Error {
+    object_store::Error::Generic { store: "LocalFileSystem", source: Box::new(e) }
 }
 
 impl Default for SyncedLocalStore {

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use object_store::path::Path;
 use object_store::ObjectStore;
 
+use super::local::SyncedLocalStore;
 use super::object_store_coordinator::{LatestLookup, Lister, ObjectStoreCoordinator};
 use super::CommitCoordinator;
 
@@ -41,6 +42,10 @@ pub struct TableLocation {
     pub(crate) display_prefix: String,
     /// The store's paginated listing, if it has one.
     pub(crate) lister: Option<Lister>,
+    /// The same store as `store` when it is the local filesystem the resolver opened:
+    /// data files are then written first and fsynced in the background (see
+    /// [`crate::storage::TableStore::put_new_synced_later`]).
+    pub(crate) local: Option<Arc<SyncedLocalStore>>,
 }
 
 /// Builds a [`TableLocation`]; see [`TableLocation::builder`].
@@ -95,6 +100,7 @@ impl TableLocationBuilder {
             coordinator,
             display_prefix,
             lister: self.lister,
+            local: None,
         }
     }
 }
@@ -109,6 +115,11 @@ impl TableLocation {
     /// A location on `store` under `root`, committing by put-if-absent on the store.
     pub fn on_store(uri: impl Into<String>, store: Arc<dyn ObjectStore>, root: Path, kind: StoreKind) -> Self {
         Self::builder(uri, store, root, kind).build()
+    }
+
+    /// This location, on `local` (the same store as its `store`).
+    pub(crate) fn with_local(self, local: Arc<SyncedLocalStore>) -> Self {
+        TableLocation { local: Some(local), ..self }
     }
 
     /// The same location committing through `coordinator` instead.

@@ -23,5 +23,5 @@ pub use object_store_coordinator::{LatestLookup, Lister, ObjectStoreCoordinator}
 pub(crate) use probe::{is_stale_probe_object, PROBE_DIR};
 pub use probe::{probe_store, ProbeReport, PROBE_RACERS, PROBE_STALE_AFTER};
 pub use resolver::StoreResolver;
-pub(crate) use table_store::TableStore;
 pub use table_store::MAX_METADATA_BYTES;
+pub(crate) use table_store::{Durable, TableStore};

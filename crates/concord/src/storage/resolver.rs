@@ -160,6 +160,7 @@ fn local(uri: &str, path: &str) -> Result<TableLocation, UriError> {
     let absolute = std::path::absolute(path).map_err(|e| malformed(&e))?;
     let root = Path::from_absolute_path(&absolute).map_err(|e| malformed(&e))?;
     // Durable: every write is fsynced before it returns (see storage::local).
-    let store: Arc<dyn ObjectStore> = Arc::new(super::local::SyncedLocalStore::new());
-    Ok(TableLocation::on_store(uri, store, root, StoreKind::Local))
+    let local = Arc::new(super::local::SyncedLocalStore::new());
+    let store: Arc<dyn ObjectStore> = local.clone();
+    Ok(TableLocation::on_store(uri, store, root, StoreKind::Local).with_local(local))
 }

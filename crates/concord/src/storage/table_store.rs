@@ -9,6 +9,7 @@ use object_store::path::Path;
 use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
 use super::commit_state::CommitState;
+use super::local::PendingSync;
 use super::{CoordinatorCapabilities, CreateOutcome, TableLocation};
 use crate::env::Env;
 use crate::error::{OpenError, OversizedObject, StorageCause, StorageError};
@@ -349,17 +350,36 @@ impl TableStore {
     /// object_store does not retry a PUT whose connection was reset after sending; for a
     /// fresh name that is safe, so such failures (`Generic`) are tried again here.
     pub(crate) async fn put_new(&self, relative: &str, bytes: Bytes) -> Result<(), StorageError> {
+        self.put_new_synced_later(relative, bytes).await?.wait().await
+    }
+
+    /// As [`Self::put_new`], except that on the local filesystem the object's fsync is
+    /// started and not awaited: it is durable once the returned [`Durable`] has been
+    /// waited for, and nothing may name it before then. (Other stores are durable when
+    /// the write returns.)
+    pub(crate) async fn put_new_synced_later(&self, relative: &str, bytes: Bytes) -> Result<Durable, StorageError> {
         let path = self.path(relative);
         let size = bytes.len() as u64;
         let error = |source: object_store::Error| StorageError::new("writing", self.location.display(&path), source);
+        let durable = |pending| Durable { path: self.location.display(&path), pending };
         let mut attempt = 1;
         loop {
             let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
-            match self.location.store.put_opts(&path, PutPayload::from_bytes(bytes.clone()), opts).await {
-                Ok(_) => return Ok(()),
+            let payload = PutPayload::from_bytes(bytes.clone());
+            let put = match &self.location.local {
+                Some(local) => local.put_synced_later(&path, payload, opts).await.map(Some),
+                None => self.location.store.put_opts(&path, payload, opts).await.map(|_| None),
+            };
+            match put {
+                Ok(pending) => return Ok(durable(pending)),
                 Err(e @ (object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. })) => {
                     return match self.location.store.head(&path).await {
-                        Ok(meta) if meta.size == size => Ok(()),
+                        // Our own earlier attempt: on the local filesystem its sync may
+                        // not have run, so it runs again.
+                        Ok(meta) if meta.size == size => match &self.location.local {
+                            Some(local) => Ok(durable(Some(local.start_sync(&path).map_err(error)?))),
+                            None => Ok(durable(None)),
+                        },
                         _ => Err(error(e)),
                     };
                 }
@@ -379,5 +399,47 @@ impl TableStore {
             return;
         }
         let _ = self.location.store.delete_stream(futures::stream::iter(paths).boxed()).collect::<Vec<_>>().await;
+    }
+}
+
+/// An object written by [`TableStore::put_new_synced_later`], durable once waited for.
+#[derive(Debug)]
+#[must_use = "an object is durable only once its sync has been waited for"]
+pub(crate) struct Durable {
+    path: String,
+    pending: Option<PendingSync>,
+}
+
+impl Durable {
+    /// Waits until the object is on stable storage.
+    pub(crate) async fn wait(self) -> Result<(), StorageError> {
+        match self.pending {
+            Some(pending) => pending.wait().await.map_err(|e| StorageError::new("syncing", self.path, e)),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// On the local disk a write's sync may be left to run: a retry that finds the
+    /// object (its earlier attempt landed) syncs it again, and a different object of the
+    /// same name is still refused.
+    #[tokio::test]
+    async fn a_local_write_synced_later_is_durable_once_waited_for_and_a_retry_syncs_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let location = crate::StoreResolver::default().resolve(dir.path().to_str().unwrap()).unwrap();
+        assert!(location.local.is_some(), "the resolver's local store syncs writes later");
+        let store = TableStore::new(location);
+        let bytes = Bytes::from_static(b"0123456789");
+        store.put_new_synced_later("data/a.parquet", bytes.clone()).await.unwrap().wait().await.unwrap();
+        let again = store.put_new_synced_later("data/a.parquet", bytes).await.unwrap();
+        assert!(again.pending.is_some(), "a retry syncs the object its earlier attempt wrote");
+        again.wait().await.unwrap();
+        let other = store.put_new_synced_later("data/a.parquet", Bytes::from_static(b"other")).await;
+        assert!(other.is_err(), "another object under the same name is refused");
+        assert_eq!(std::fs::read(dir.path().join("data/a.parquet")).unwrap(), b"0123456789");
     }
 }

@@ -15,7 +15,7 @@ use crate::error::{OpenError, ScanError};
 use crate::format::manifest::{Fragment, Manifest};
 use crate::format::schema::Field;
 use crate::io::predicate;
-use crate::io::scan::{prune, scan_fragments, ScanMetrics, ScanPlan};
+use crate::io::scan::{prune, scan_fragments, Ahead, ScanMetrics, ScanPlan};
 
 /// What a scan reads.
 #[derive(Debug, Clone, Default)]
@@ -210,7 +210,8 @@ impl Table {
             None => self.fragments().await?,
         };
         let fragments = prune(fragments, &plan, &metrics);
-        let stream = scan_fragments(self.store.clone(), fragments, plan, metrics.clone());
+        let ahead = if options.limit.is_some() { Ahead::Batch } else { Ahead::Files };
+        let stream = scan_fragments(self.store.clone(), fragments, plan, metrics.clone(), ahead);
         let stream = match options.limit {
             None => stream,
             Some(limit) => limit_rows(stream, limit),
@@ -231,7 +232,7 @@ impl Table {
             let (store, plan, metrics) = (self.store.clone(), plan.clone(), metrics.clone());
             tokio::spawn(async move {
                 let mut rows = 0u64;
-                let mut stream = scan_fragments(store, vec![fragment], plan, metrics);
+                let mut stream = scan_fragments(store, vec![fragment], plan, metrics, Ahead::Files);
                 while let Some(batch) = stream.try_next().await? {
                     rows += batch.num_rows() as u64;
                 }
