@@ -58,7 +58,7 @@ pub(crate) async fn prepare(
     }
     let source_rows = Source { keys: key_set, batches: input.batches, present: input.present.clone() };
     let matched = match_rows(store, env, schema, &source_rows, fragments).await?;
-    let inserted = source_rows.unmatched(&matched.keys).map_err(WriteError::encode)?;
+    let inserted = source_rows.unmatched(schema, &matched.keys).map_err(WriteError::encode)?;
     if let Some(e) = missing_for_insert(schema, &source_rows, &inserted, source) {
         return Err(e.into());
     }
@@ -107,15 +107,27 @@ impl Source {
         Ok((RecordBatch::try_new(existing.schema(), columns)?, located.into_iter().map(|(k, _)| k).collect()))
     }
 
-    /// The source rows whose keys are not in `matched`.
-    fn unmatched(&self, matched: &HashSet<OwnedRow>) -> Result<Vec<RecordBatch>, ArrowError> {
+    /// The source rows whose keys are not in `matched`, one per key (the first), the
+    /// columns the source lacks at their default. (A re-run's source is read back from
+    /// the merge's own rows, where a key matched twice has two rows carrying the matched
+    /// rows' values of those columns: inserted, the key is one new row.)
+    fn unmatched(&self, schema: &Schema, matched: &HashSet<OwnedRow>) -> Result<Vec<RecordBatch>, ArrowError> {
         let mut out = Vec::new();
+        let mut seen = HashSet::new();
         for batch in &self.batches {
-            let keep: BooleanArray = self.keys.locate(batch)?.iter().map(|(k, _)| Some(!matched.contains(k))).collect();
+            let keep: BooleanArray =
+                self.keys.locate(batch)?.into_iter().map(|(k, _)| Some(!matched.contains(&k) && seen.insert(k))).collect();
             let kept = filter_record_batch(batch, &keep)?;
-            if kept.num_rows() > 0 {
-                out.push(kept);
+            if kept.num_rows() == 0 {
+                continue;
             }
+            let columns = schema
+                .fields
+                .iter()
+                .enumerate()
+                .map(|(j, f)| if self.present.contains(&f.id) { kept.column(j).clone() } else { f.default_array(kept.num_rows()) })
+                .collect();
+            out.push(RecordBatch::try_new(kept.schema(), columns)?);
         }
         Ok(out)
     }
@@ -292,7 +304,7 @@ async fn rerun(
         // Everything was replaced: merge anew; source keys no row holds now are inserted.
         RerunScope::Everything => {
             *parts.deletions = matched.deletions;
-            let inserted = source.unmatched(&matched.keys).map_err(|e| failed(WriteError::encode(e)))?;
+            let inserted = source.unmatched(&base.schema, &matched.keys).map_err(|e| failed(WriteError::encode(e)))?;
             if let Some(e) = missing_for_insert(&base.schema, source, &inserted, "the merge source") {
                 return Err(failed(e.into()));
             }

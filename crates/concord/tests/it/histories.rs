@@ -15,7 +15,9 @@ use crate::replay::{check_replay, DELETES};
 
 /// Seeds run on every CI run; failing seeds found later are added here.
 /// 858170: a merge lacking a column another writer added updates matched rows in place
-/// (duplicates stay); the replay first expected them collapsed.
+/// (duplicates stay); the replay first expected them collapsed. Later, under load: a
+/// partial merge re-run after an overwrite inserted a key it had matched twice twice
+/// (now `merge::a_partial_merge_rerun_inserts_a_key_it_had_matched_twice_once`).
 const SEEDS: [u64; 7] = [1, 2, 3, 4, 5, 6, 858_170];
 
 /// What one writer did: rows each committed append/overwrite wrote, and the
