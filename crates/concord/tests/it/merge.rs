@@ -146,3 +146,81 @@ async fn a_partial_merge_rerun_inserts_a_key_it_had_matched_twice_once() {
     let expected = vec![(1, "c".to_string(), Some("z".to_string())), (96, "N".to_string(), None), (97, "V".to_string(), None)];
     assert_eq!(got, expected);
 }
+
+/// A partial merge whose matched row another writer deleted meanwhile: the re-run finds
+/// the key gone and inserts it once (the deleted row is not brought back with the
+/// merge's values).
+#[tokio::test]
+async fn a_partial_merge_rerun_after_a_delete_of_its_match_inserts_the_key_once() {
+    use concord::arrow::array::Array;
+    use concord::arrow::datatypes::{DataType, Field, Schema};
+    let resolver = StoreResolver::new();
+    let table = create_table(&resolver, "memory://merge-partial-delete", "id bigint not null, v varchar, w varchar").await;
+    let rows = |ids: Vec<i64>, v: Vec<&str>, w: Vec<Option<&str>>| {
+        RecordBatch::try_new(
+            table.schema().arrow_schema(),
+            vec![Arc::new(Int64Array::from(ids)), Arc::new(StringArray::from(v)), Arc::new(StringArray::from(w))],
+        )
+        .unwrap()
+    };
+    let options = CommitOptions::default();
+    table.append(&[rows(vec![97, 1], vec!["a", "c"], vec![Some("x"), Some("z")])], &options).await.unwrap();
+    let source_schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false), Field::new("v", DataType::Utf8, true)]));
+    let source = RecordBatch::try_new(source_schema, vec![Arc::new(Int64Array::from(vec![97])), Arc::new(StringArray::from(vec!["V"]))]).unwrap();
+    let merge = table.prepare(Write::Merge { input: (&[source]).into(), on: vec!["id".to_string()] }).await.unwrap();
+    table.delete("id = 97", &options).await.unwrap();
+    let outcome = table.commit(&merge, &options).await;
+    let mut got = Vec::new();
+    for b in all_rows(&table.latest().await.unwrap()).await {
+        let (ids, v, w) = (b.column(0).as_primitive::<Int64Type>(), b.column(1).as_string::<i32>(), b.column(2).as_string::<i32>());
+        got.extend((0..b.num_rows()).map(|i| (ids.value(i), v.value(i).to_string(), w.is_valid(i).then(|| w.value(i).to_string()))));
+    }
+    got.sort();
+    match outcome {
+        // Re-run: the key is gone, so it is inserted, once, at the default.
+        Ok(_) => assert_eq!(got, vec![(1, "c".to_string(), Some("z".to_string())), (97, "V".to_string(), None)]),
+        // Or refused as incompatible: then the delete stands alone.
+        Err(e) => {
+            assert!(matches!(e.kind(), concord::ErrorKind::Incompatible { .. }), "{e}");
+            assert_eq!(got, vec![(1, "c".to_string(), Some("z".to_string()))]);
+        }
+    }
+}
+
+/// A partial merge whose matched row another writer updated meanwhile: one row for the
+/// key, with the merge's value of its column and the update's of the other.
+#[tokio::test]
+async fn a_partial_merge_rerun_after_an_update_of_its_match_leaves_one_row() {
+    use concord::arrow::array::Array;
+    use concord::arrow::datatypes::{DataType, Field, Schema};
+    let resolver = StoreResolver::new();
+    let table = create_table(&resolver, "memory://merge-partial-update", "id bigint not null, v varchar, w varchar").await;
+    let rows = |ids: Vec<i64>, v: Vec<&str>, w: Vec<Option<&str>>| {
+        RecordBatch::try_new(
+            table.schema().arrow_schema(),
+            vec![Arc::new(Int64Array::from(ids)), Arc::new(StringArray::from(v)), Arc::new(StringArray::from(w))],
+        )
+        .unwrap()
+    };
+    let options = CommitOptions::default();
+    table.append(&[rows(vec![97, 1], vec!["a", "c"], vec![Some("x"), Some("z")])], &options).await.unwrap();
+    let source_schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false), Field::new("v", DataType::Utf8, true)]));
+    let source = RecordBatch::try_new(source_schema, vec![Arc::new(Int64Array::from(vec![97])), Arc::new(StringArray::from(vec!["V"]))]).unwrap();
+    let merge = table.prepare(Write::Merge { input: (&[source]).into(), on: vec!["id".to_string()] }).await.unwrap();
+    let set = [concord::Assignment { column: "w".into(), expr: "'W'".into() }];
+    table.update(&set, Some("id = 97"), &options).await.unwrap();
+    let outcome = table.commit(&merge, &options).await;
+    let mut got = Vec::new();
+    for b in all_rows(&table.latest().await.unwrap()).await {
+        let (ids, v, w) = (b.column(0).as_primitive::<Int64Type>(), b.column(1).as_string::<i32>(), b.column(2).as_string::<i32>());
+        got.extend((0..b.num_rows()).map(|i| (ids.value(i), v.value(i).to_string(), w.is_valid(i).then(|| w.value(i).to_string()))));
+    }
+    got.sort();
+    match outcome {
+        Ok(_) => assert_eq!(got, vec![(1, "c".to_string(), Some("z".to_string())), (97, "V".to_string(), Some("W".to_string()))]),
+        Err(e) => {
+            assert!(matches!(e.kind(), concord::ErrorKind::Incompatible { .. }), "{e}");
+            assert_eq!(got, vec![(1, "c".to_string(), Some("z".to_string())), (97, "a".to_string(), Some("W".to_string()))]);
+        }
+    }
+}
