@@ -84,7 +84,8 @@ const OPEN_AHEAD: usize = 4;
 pub(crate) enum Ahead {
     /// 64 MiB of Arrow data, a whole file: the files opened ahead decode at once.
     Files,
-    /// One batch: a scan with a row limit decodes little that it does not return.
+    /// One batch: a scan with a row limit decodes little that it does not return, and
+    /// SQL's scans (one per partition, on their own threads) hold little each.
     Batch,
 }
 

@@ -129,9 +129,10 @@ impl ExecutionPlan for ScanExec {
 
     fn execute(&self, partition: usize, _context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
         let fragments = self.partitions.get(partition).cloned().unwrap_or_default();
-        let ahead = if self.limit.is_some() { Ahead::Batch } else { Ahead::Files };
+        // DataFusion runs a scan per partition on its own threads: a batch ahead each
+        // keeps both cores busy without holding whole files per partition.
         let stream =
-            scan_fragments(self.store.clone(), fragments, self.plan.clone(), self.metrics.clone(), ahead).map_err(ScanFailure::wrap);
+            scan_fragments(self.store.clone(), fragments, self.plan.clone(), self.metrics.clone(), Ahead::Batch).map_err(ScanFailure::wrap);
         let stream = match self.limit {
             None => stream.boxed(),
             Some(limit) => stream

@@ -166,7 +166,8 @@ async fn a_partial_merge_rerun_after_a_delete_of_its_match_inserts_the_key_once(
     let options = CommitOptions::default();
     table.append(&[rows(vec![97, 1], vec!["a", "c"], vec![Some("x"), Some("z")])], &options).await.unwrap();
     let source_schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false), Field::new("v", DataType::Utf8, true)]));
-    let source = RecordBatch::try_new(source_schema, vec![Arc::new(Int64Array::from(vec![97])), Arc::new(StringArray::from(vec!["V"]))]).unwrap();
+    let source =
+        RecordBatch::try_new(source_schema, vec![Arc::new(Int64Array::from(vec![97])), Arc::new(StringArray::from(vec!["V"]))]).unwrap();
     let merge = table.prepare(Write::Merge { input: (&[source]).into(), on: vec!["id".to_string()] }).await.unwrap();
     table.delete("id = 97", &options).await.unwrap();
     let outcome = table.commit(&merge, &options).await;
@@ -205,7 +206,8 @@ async fn a_partial_merge_rerun_after_an_update_of_its_match_leaves_one_row() {
     let options = CommitOptions::default();
     table.append(&[rows(vec![97, 1], vec!["a", "c"], vec![Some("x"), Some("z")])], &options).await.unwrap();
     let source_schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false), Field::new("v", DataType::Utf8, true)]));
-    let source = RecordBatch::try_new(source_schema, vec![Arc::new(Int64Array::from(vec![97])), Arc::new(StringArray::from(vec!["V"]))]).unwrap();
+    let source =
+        RecordBatch::try_new(source_schema, vec![Arc::new(Int64Array::from(vec![97])), Arc::new(StringArray::from(vec!["V"]))]).unwrap();
     let merge = table.prepare(Write::Merge { input: (&[source]).into(), on: vec!["id".to_string()] }).await.unwrap();
     let set = [concord::Assignment { column: "w".into(), expr: "'W'".into() }];
     table.update(&set, Some("id = 97"), &options).await.unwrap();
