@@ -478,6 +478,13 @@ class Table:
         """Rows matching ``where`` (every live row without one; then no data is read)."""
         return self._native.count(where, version, _time(as_of))
 
+    def iceberg_metadata_path(self, version: Optional[int] = None) -> str:
+        """The Iceberg metadata file (a ``file://`` or ``s3://`` URI) of ``version``
+        (default: the latest), published first if needed with every earlier version
+        not yet published, for any Iceberg reader: ``duckdb``'s ``iceberg_scan``,
+        ``pyiceberg.table.StaticTable.from_metadata``, ``polars.scan_iceberg``."""
+        return self._native.iceberg_metadata_path(version)
+
     def history(self) -> List[Dict[str, Any]]:
         """Every retained version of the table, oldest first, as dicts with the fields
         of ``concord history --format json`` (``version``, ``timestamp``,

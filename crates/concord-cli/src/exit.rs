@@ -118,6 +118,12 @@ impl From<OpenError> for Failure {
     }
 }
 
+impl From<concord::errors::PublishError> for Failure {
+    fn from(e: concord::errors::PublishError) -> Self {
+        fail_with(e.kind(), &e, None)
+    }
+}
+
 impl From<CreateError> for Failure {
     fn from(e: CreateError) -> Self {
         let hint = match &e {

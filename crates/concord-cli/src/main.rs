@@ -249,6 +249,12 @@ enum Command {
         #[arg(long, value_enum, default_value = "table")]
         format: RowFormat,
     },
+    /// Iceberg metadata over the table's files, for any Iceberg reader (DuckDB, pyiceberg,
+    /// polars, Spark)
+    Iceberg {
+        #[command(subcommand)]
+        action: IcebergAction,
+    },
     /// Print the schema
     Schema {
         uri: String,
@@ -256,6 +262,24 @@ enum Command {
         at: VersionArgs,
         #[arg(long, value_enum, default_value = "table")]
         format: ListFormat,
+    },
+}
+
+#[derive(Subcommand)]
+enum IcebergAction {
+    /// Write the Iceberg metadata of version N (default: the latest) and of every earlier
+    /// version not yet published; idempotent. Prints the metadata file
+    Publish {
+        uri: String,
+        #[arg(long)]
+        version: Option<u64>,
+    },
+    /// Print the Iceberg metadata file of version N (default: the latest), publishing it
+    /// first if needed
+    Path {
+        uri: String,
+        #[arg(long)]
+        version: Option<u64>,
     },
 }
 
@@ -584,6 +608,10 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Sql { uri, query, at, tables, table_versions, format } => {
             sql(&cx, &uri, &query, &at, &tables, &table_versions, format).await?
+        }
+        Command::Iceberg { action: IcebergAction::Publish { uri, version } | IcebergAction::Path { uri, version } } => {
+            let at = VersionArgs { version, as_of: None };
+            println!("{}", cx.open_at(&uri, &at).await?.publish_iceberg().await?);
         }
         Command::Schema { uri, at, format } => {
             let table = cx.open_at(&uri, &at).await?;

@@ -33,6 +33,7 @@ pub(crate) enum Error {
     Scan(ScanError),
     Write(WriteError),
     Sql(SqlError),
+    Publish(concord::errors::PublishError),
     /// A bad argument (the CLI's usage errors, exit 2).
     Usage(String),
     /// The caller's Arrow data could not be imported.
@@ -71,6 +72,11 @@ impl From<ScanError> for Error {
 impl From<SqlError> for Error {
     fn from(e: SqlError) -> Self {
         Error::Sql(e)
+    }
+}
+impl From<concord::errors::PublishError> for Error {
+    fn from(e: concord::errors::PublishError) -> Self {
+        Error::Publish(e)
     }
 }
 impl From<WriteError> for Error {
@@ -185,6 +191,7 @@ fn classify(e: &Error) -> (Option<ErrorKind>, String) {
             };
             (Some(e.kind()), with_hint(e, hint))
         }
+        Error::Publish(e) => (Some(e.kind()), concord::errors::describe_chain(e)),
         Error::Usage(message) => (Some(ErrorKind::InvalidInput), message.clone()),
         Error::BadData(e) => {
             (Some(ErrorKind::InvalidInput), format!("the data could not be read as Arrow: {}", concord::errors::describe_chain(e)))

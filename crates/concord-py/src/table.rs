@@ -301,6 +301,17 @@ impl NativeTable {
         })
     }
 
+    /// The Iceberg metadata file of version `version` (default: the latest), published
+    /// first if needed (with every earlier version not yet published), for any Iceberg
+    /// reader.
+    #[pyo3(signature = (version=None))]
+    fn iceberg_metadata_path(&self, py: Python<'_>, version: Option<u64>) -> PyResult<String> {
+        guard(|| {
+            let table = self.current(py)?;
+            Ok(run(py, async move { Ok(NativeTable::at(table, version, None).await?.publish_iceberg().await?) })?)
+        })
+    }
+
     /// The table's history up to its latest version, as `concord history --format
     /// json` prints it (a JSON array).
     fn history_json(&self, py: Python<'_>) -> PyResult<String> {

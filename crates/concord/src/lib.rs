@@ -57,6 +57,7 @@ mod encode;
 mod env;
 mod error;
 mod format;
+mod iceberg;
 mod io;
 mod sql;
 mod storage;
@@ -86,6 +87,7 @@ pub mod errors {
         InputError, OpenError, OversizedObject, PredicateError, ScanError, StagedCommitError, StorageCause, StorageError, Unavailable,
         UriError, WriteError,
     };
+    pub use crate::iceberg::PublishError;
     pub use crate::io::scan::ScanMetrics;
 }
 

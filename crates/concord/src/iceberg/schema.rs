@@ -1,0 +1,89 @@
+//! Concord schemas as Iceberg schemas (FORMAT.md §6's type table), with the same field
+//! ids all the way down: Iceberg readers map the Parquet files' columns by these ids.
+
+use serde_json::{json, Value};
+
+use crate::format::schema::{Field, Schema};
+use crate::format::types::ColumnType;
+
+/// Why a type has no Iceberg (v2) type that reads its stored values exactly.
+pub(crate) fn unsupported(column_type: &ColumnType) -> Option<&'static str> {
+    match column_type {
+        ColumnType::Ubigint => Some("Iceberg has no unsigned 64-bit integer, and its decimal(20, 0) cannot read the stored INT64"),
+        ColumnType::Decimal { precision, .. } if *precision > 38 => Some("Iceberg decimals stop at precision 38"),
+        ColumnType::TimestampNs | ColumnType::TimestampNtzNs => Some("nanosecond timestamps need Iceberg v3, not yet written"),
+        _ => None,
+    }
+}
+
+/// The first field (depth first) whose type Iceberg cannot read: (its path, its type, why).
+pub(crate) fn first_unsupported(schema: &Schema) -> Option<(String, String, &'static str)> {
+    fn walk(field: &Field, path: String) -> Option<(String, String, &'static str)> {
+        if let Some(why) = unsupported(&field.column_type) {
+            return Some((path, field.column_type.sql_name(), why));
+        }
+        match &field.column_type {
+            ColumnType::List(e) | ColumnType::Vector(e, _) => walk(e, format!("{path}.{}", e.name)),
+            ColumnType::Struct(fields) => fields.iter().find_map(|f| walk(f, format!("{path}.{}", f.name))),
+            ColumnType::Map(k, v) => walk(k, format!("{path}.{}", k.name)).or_else(|| walk(v, format!("{path}.{}", v.name))),
+            _ => None,
+        }
+    }
+    schema.fields.iter().find_map(|f| walk(f, f.name.clone()))
+}
+
+/// The Iceberg schema JSON of `schema` (callers check [`first_unsupported`] first).
+pub(crate) fn schema_json(schema: &Schema, schema_id: i32) -> Value {
+    json!({"type": "struct", "schema-id": schema_id, "fields": schema.fields.iter().map(field_json).collect::<Vec<_>>()})
+}
+
+fn field_json(field: &Field) -> Value {
+    json!({"id": field.id, "name": field.name, "required": !field.nullable, "type": type_json(&field.column_type)})
+}
+
+/// The Iceberg type of `column_type`: the unsigned types widen to the next signed type
+/// that holds every value; a vector is a list.
+pub(crate) fn type_json(column_type: &ColumnType) -> Value {
+    let name = |s: &str| Value::String(s.to_string());
+    match column_type {
+        ColumnType::Boolean => name("boolean"),
+        ColumnType::Tinyint | ColumnType::Smallint | ColumnType::Int | ColumnType::Utinyint | ColumnType::Usmallint => name("int"),
+        ColumnType::Bigint | ColumnType::Uint => name("long"),
+        ColumnType::Ubigint => name("decimal(20, 0)"),
+        ColumnType::Float => name("float"),
+        ColumnType::Double => name("double"),
+        ColumnType::Decimal { precision, scale } => Value::String(format!("decimal({precision}, {scale})")),
+        ColumnType::Varchar => name("string"),
+        ColumnType::Binary => name("binary"),
+        ColumnType::Fixed(n) => Value::String(format!("fixed[{n}]")),
+        ColumnType::Uuid => name("uuid"),
+        ColumnType::Date => name("date"),
+        ColumnType::Time => name("time"),
+        ColumnType::Timestamp => name("timestamptz"),
+        ColumnType::TimestampNs => name("timestamptz_ns"),
+        ColumnType::TimestampNtz => name("timestamp"),
+        ColumnType::TimestampNtzNs => name("timestamp_ns"),
+        ColumnType::List(e) | ColumnType::Vector(e, _) => json!({
+            "type": "list", "element-id": e.id, "element": type_json(&e.column_type), "element-required": !e.nullable,
+        }),
+        ColumnType::Struct(fields) => json!({"type": "struct", "fields": fields.iter().map(field_json).collect::<Vec<_>>()}),
+        ColumnType::Map(k, v) => json!({
+            "type": "map", "key-id": k.id, "key": type_json(&k.column_type),
+            "value-id": v.id, "value": type_json(&v.column_type), "value-required": !v.nullable,
+        }),
+    }
+}
+
+/// The largest field id in `schema`, nested fields included.
+pub(crate) fn last_column_id(schema: &Schema) -> u32 {
+    fn walk(field: &Field) -> u32 {
+        let children = match &field.column_type {
+            ColumnType::List(e) | ColumnType::Vector(e, _) => walk(e),
+            ColumnType::Struct(fields) => fields.iter().map(walk).max().unwrap_or(0),
+            ColumnType::Map(k, v) => walk(k).max(walk(v)),
+            _ => 0,
+        };
+        field.id.max(children)
+    }
+    schema.fields.iter().map(walk).max().unwrap_or(0)
+}
