@@ -89,7 +89,7 @@ impl Table {
             .list_dir(DIR)
             .await?
             .into_iter()
-            .filter_map(|(n, _)| n.strip_prefix('v')?.strip_suffix(".metadata.json")?.parse().ok())
+            .filter_map(|(n, _)| n.strip_prefix(DIR)?.strip_prefix("/v")?.strip_suffix(".metadata.json")?.parse().ok())
             .collect();
         if !published.contains(&self.version()) {
             let versions: Vec<u64> = store.list_versions().await?.into_iter().filter(|v| *v <= self.version()).collect();
