@@ -96,7 +96,8 @@ pub mod errors {
 pub mod manifest {
     pub use crate::format::manifest::{
         ColumnStats, CompactGroup, CompactInput, DataFile, DeletionRef, Fragment, FragmentDeletion, Manifest, NewColumn, NewFragment,
-        Operation, PartialMerge, SegmentRef, TransactionRecord, FORMAT_VERSION, PROPERTY_COOPERATIVE, PROPERTY_ISOLATION,
+        Operation, PartialMerge, SegmentRef, TransactionRecord, FORMAT_VERSION, PROPERTY_COOPERATIVE, PROPERTY_ICEBERG_PUBLISH,
+        PROPERTY_ISOLATION,
     };
     pub use crate::format::naming::{parse_version_file_name, version_file_name};
 }

@@ -36,6 +36,11 @@ pub const PROPERTY_ISOLATION: &str = "isolation";
 /// or off (`false`).
 pub const PROPERTY_COOPERATIVE: &str = "cooperative_commits";
 
+/// Table property: `true` makes the writer that commits a version publish it as Iceberg
+/// metadata afterwards (FORMAT.md §16); `false`, the default, leaves it to
+/// `concord iceberg publish`.
+pub const PROPERTY_ICEBERG_PUBLISH: &str = "iceberg.publish";
+
 /// How a write that reads rows (delete, update, merge) treats rows committed concurrently.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]

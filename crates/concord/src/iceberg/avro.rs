@@ -37,6 +37,12 @@ pub(crate) struct ManifestFile {
     pub rows: i64,
 }
 
+impl ManifestFile {
+    pub(crate) fn new(manifest_path: String, manifest_length: i64, content: i32, added_snapshot_id: i64, files: usize, rows: i64) -> Self {
+        ManifestFile { manifest_path, manifest_length, content, added_snapshot_id, files: files as i32, rows }
+    }
+}
+
 const MANIFEST_LIST_SCHEMA: &str = r#"{"type":"record","name":"manifest_file","fields":[
  {"name":"manifest_path","type":"string","field-id":500},
  {"name":"manifest_length","type":"long","field-id":501},
@@ -197,4 +203,28 @@ pub(crate) fn manifest_list(
         ]))?;
     }
     writer.into_inner()
+}
+
+/// The rows of a manifest list written by [`manifest_list`].
+pub(crate) fn read_manifest_list(bytes: &[u8]) -> Result<Vec<ManifestFile>, apache_avro::Error> {
+    let mut rows = Vec::new();
+    for value in apache_avro::Reader::new(bytes)? {
+        let Value::Record(fields) = value? else { continue };
+        let field = |name: &str| fields.iter().find(|(n, _)| n == name).map(|(_, v)| v);
+        let long = |name: &str| match field(name) {
+            Some(Value::Long(v)) => *v,
+            Some(Value::Int(v)) => i64::from(*v),
+            _ => 0,
+        };
+        let Some(Value::String(manifest_path)) = field("manifest_path") else { continue };
+        rows.push(ManifestFile {
+            manifest_path: manifest_path.clone(),
+            manifest_length: long("manifest_length"),
+            content: long("content") as i32,
+            added_snapshot_id: long("added_snapshot_id"),
+            files: long("existing_files_count") as i32,
+            rows: long("existing_rows_count"),
+        });
+    }
+    Ok(rows)
 }

@@ -17,12 +17,17 @@ use crate::storage::TableStore;
 const FILE_PATH_ID: i32 = 2_147_483_546;
 const POS_ID: i32 = 2_147_483_545;
 
+/// The position delete file of the deletion vector at `deletion`.
+pub(crate) fn file_name(deletion: &str) -> String {
+    let stem = deletion.rsplit('/').next().unwrap_or(deletion).split('.').next().unwrap_or(deletion);
+    format!("{DIR}/pd-{stem}.parquet")
+}
+
 /// Writes (if absent) the position delete file of the deletion vector `deletion` of the
 /// data file at `data_uri`; returns its manifest entry.
 pub(super) async fn publish(store: &TableStore, deletion: &str, data_uri: &str) -> Result<Entry, PublishError> {
     let rows = crate::io::deletion::read(store, deletion).await?;
-    let stem = deletion.rsplit('/').next().unwrap_or(deletion).split('.').next().unwrap_or(deletion);
-    let name = format!("{DIR}/pd-{stem}.parquet");
+    let name = file_name(deletion);
     let field = |name: &str, t: DataType, id: i32| {
         Field::new(name, t, false).with_metadata([(PARQUET_FIELD_ID_KEY.to_string(), id.to_string())].into())
     };

@@ -9,17 +9,25 @@
 //! Concord's chain stays the only arbiter.
 
 mod avro;
+mod bounds;
 mod deletes;
 mod schema;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
 
 use crate::error::{ErrorKind, OpenError, StorageError};
-use crate::format::manifest::{Fragment, Manifest, OperationKind};
+use crate::format::manifest::{Fragment, Manifest, OperationKind, SegmentRef, PROPERTY_ICEBERG_PUBLISH};
+use crate::format::schema::Field;
 use crate::storage::TableStore;
 use crate::table::Table;
+
+/// Snapshots a metadata file lists: the version's and the ones before it, so its size
+/// (written once per version) does not grow with the history; an older version is read
+/// from its own metadata file.
+const SNAPSHOTS_LISTED: usize = 100;
 
 /// The folder of a table's Iceberg metadata.
 pub(crate) const DIR: &str = "_iceberg";
@@ -84,27 +92,75 @@ impl Table {
     /// listing); returns the URI of this version's metadata file, for an Iceberg reader.
     pub async fn publish_iceberg(&self) -> Result<String, PublishError> {
         let store = self.store();
-        let name = metadata_name(self.version());
-        let published: BTreeSet<u64> = store
-            .list_dir(DIR)
-            .await?
-            .into_iter()
-            .filter_map(|(n, _)| n.strip_prefix(DIR)?.strip_prefix("/v")?.strip_suffix(".metadata.json")?.parse().ok())
-            .collect();
+        let published = published_versions(store).await?;
         if !published.contains(&self.version()) {
-            let versions: Vec<u64> = store.list_versions().await?.into_iter().filter(|v| *v <= self.version()).collect();
-            // From the newest published version before this one (or the oldest retained).
-            let start = versions.iter().rposition(|v| published.contains(v));
-            let mut previous = match start {
-                Some(i) => Some(read_metadata(store, versions[i]).await?),
-                None => None,
-            };
-            for &v in &versions[start.map_or(0, |i| i + 1)..] {
-                previous = Some(publish_version(store, v, previous).await?);
-            }
+            publish_from_listing(store, self.version(), &published).await?;
         }
-        Ok(uri(store, &name))
+        Ok(uri(store, &metadata_name(self.version())))
     }
+
+    /// After this handle committed `info`: publishes its version (and first any
+    /// unpublished one before it) when the version's properties ask for it
+    /// ([`PROPERTY_ICEBERG_PUBLISH`]). Never fails the commit, and costs no request when
+    /// publishing is off (the committed manifest is in the handle's cache). A failure
+    /// leaves the version to the next writer or to `concord iceberg publish`.
+    pub(crate) async fn publish_after_commit(&self, info: &crate::txn::CommitInfo) {
+        if !info.idempotent_replay && info.abandoned.is_none() {
+            self.publish_if_asked(info.version).await;
+        }
+    }
+
+    /// See [`Table::publish_after_commit`]: `version` was just created by this handle.
+    pub(crate) async fn publish_if_asked(&self, version: u64) {
+        let store = self.store();
+        let Some(manifest) = store.cached_manifest(version) else { return };
+        if manifest.properties.get(PROPERTY_ICEBERG_PUBLISH).is_none_or(|v| v != "true") || !store.claim_iceberg_publish(version) {
+            return;
+        }
+        let _ = publish_after(store, version).await;
+    }
+}
+
+/// Versions whose metadata file exists (one listing).
+async fn published_versions(store: &TableStore) -> Result<BTreeSet<u64>, PublishError> {
+    Ok(store
+        .list_dir(DIR)
+        .await?
+        .into_iter()
+        .filter_map(|(n, _)| n.strip_prefix(DIR)?.strip_prefix("/v")?.strip_suffix(".metadata.json")?.parse().ok())
+        .collect())
+}
+
+/// Publishes `version` after a commit: from the version before it when that one is
+/// published (two reads: its metadata and manifest list), else from the listing.
+async fn publish_after(store: &TableStore, version: u64) -> Result<(), PublishError> {
+    if let Some(previous) = match version.checked_sub(1) {
+        Some(v) => read_published(store, v).await?,
+        None => None,
+    } {
+        publish_version(store, version, Some(previous)).await?;
+        return Ok(());
+    }
+    let published = published_versions(store).await?;
+    if !published.contains(&version) {
+        publish_from_listing(store, version, &published).await?;
+    }
+    Ok(())
+}
+
+/// Publishes every retained version up to `version` after the newest published one
+/// before it (`published`), or from the oldest retained.
+async fn publish_from_listing(store: &TableStore, version: u64, published: &BTreeSet<u64>) -> Result<(), PublishError> {
+    let versions: Vec<u64> = store.list_versions().await?.into_iter().filter(|v| *v <= version).collect();
+    let start = versions.iter().rposition(|v| published.contains(v));
+    let mut previous = match start {
+        Some(i) => read_published(store, versions[i]).await?,
+        None => None,
+    };
+    for &v in &versions[start.map_or(0, |i| i + 1)..] {
+        previous = Some(publish_version(store, v, previous).await?);
+    }
+    Ok(())
 }
 
 /// The absolute URI of `relative`, as Iceberg metadata names files.
@@ -117,14 +173,34 @@ fn uri(store: &TableStore, relative: &str) -> String {
     }
 }
 
-async fn read_metadata(store: &TableStore, version: u64) -> Result<Value, PublishError> {
-    let name = metadata_name(version);
-    let bytes = store.get_metadata_object(&name).await?.unwrap_or_default();
-    serde_json::from_slice(&bytes).map_err(|e| PublishError::Encode { what: store.display(&name), reason: e.to_string() })
+/// A published version: its metadata, and its manifest list's rows (the next version
+/// reuses the manifests it shares).
+struct Published {
+    metadata: Value,
+    manifests: Vec<avro::ManifestFile>,
 }
 
-/// Writes `relative` unless it exists (its bytes are a pure function of the versions,
-/// so an existing one is the same); returns its size.
+fn list_name(version: u64) -> String {
+    format!("{DIR}/snap-{version}.avro")
+}
+
+/// Version `version`'s published metadata, if its metadata file exists.
+async fn read_published(store: &TableStore, version: u64) -> Result<Option<Published>, PublishError> {
+    let name = metadata_name(version);
+    let Some(bytes) = store.get_metadata_object(&name).await? else { return Ok(None) };
+    let metadata =
+        serde_json::from_slice(&bytes).map_err(|e| PublishError::Encode { what: store.display(&name), reason: e.to_string() })?;
+    // Without its manifest list (removed by hand) the next version rebuilds every manifest.
+    let manifests = match store.get_metadata_object(&list_name(version)).await? {
+        Some(bytes) => avro::read_manifest_list(&bytes).unwrap_or_default(),
+        None => Vec::new(),
+    };
+    Ok(Some(Published { metadata, manifests }))
+}
+
+/// Writes `relative` unless it exists (its content is a pure function of the versions,
+/// so an existing one holds the same entries, in an object of the same size); returns
+/// its size.
 async fn put(store: &TableStore, relative: &str, bytes: Vec<u8>) -> Result<i64, PublishError> {
     let size = bytes.len() as i64;
     store.put_new(relative, bytes::Bytes::from(bytes)).await?;
@@ -143,9 +219,130 @@ fn operation(manifest: &Manifest) -> &'static str {
     }
 }
 
-/// Publishes version `version` after `previous` (the metadata of the version before it,
-/// if published); returns its metadata.
-async fn publish_version(store: &TableStore, version: u64, previous: Option<Value>) -> Result<Value, PublishError> {
+/// The names of a segment's data and delete manifests: by the segment file's name, or
+/// for an inline segment by a digest of the files each lists, so a segment unchanged
+/// from the version before keeps its manifests (and its name says what it holds). The
+/// data manifest's name also carries the widened columns' types (`widened`, from
+/// [`bounds::widened`]): its bounds are written in them.
+fn manifest_names(segment: &SegmentRef, widened: &str) -> (String, String) {
+    let hex = |h: Sha256| h.finalize()[..16].iter().map(|b| format!("{b:02x}")).collect::<String>();
+    let types = if widened.is_empty() {
+        String::new()
+    } else {
+        let mut h = Sha256::new();
+        h.update(widened);
+        format!("-w{}", &hex(h)[..8])
+    };
+    let key = match &segment.inline {
+        None => segment.path.rsplit('/').next().and_then(|n| n.strip_suffix(".json")).unwrap_or(&segment.path).to_string(),
+        Some(fragments) => {
+            let mut data = Sha256::new();
+            let mut deletes = Sha256::new();
+            for f in fragments {
+                for file in &f.files {
+                    data.update(format!("{} {} {}\n", f.id, f.physical_rows, file.path));
+                }
+                if let Some(d) = &f.deletion {
+                    deletes.update(format!("{} {}\n", f.id, d.path));
+                }
+            }
+            return (format!("{DIR}/m-i{}{types}.avro", hex(data)), format!("{DIR}/d-i{}.avro", hex(deletes)));
+        }
+    };
+    (format!("{DIR}/m-{key}{types}.avro"), format!("{DIR}/d-{key}.avro"))
+}
+
+/// The objects of `_iceberg/` that version `manifest` may reference but its deletion
+/// vectors' position delete files ([`delete_file_name`]): vacuum keeps them.
+pub(crate) fn referenced_names(manifest: &Manifest) -> Vec<String> {
+    let mut names = vec![metadata_name(manifest.version), list_name(manifest.version)];
+    let widened = bounds::widened(&bounds::leaf_types(&manifest.schema));
+    for segment in &manifest.segments {
+        let (data, deletes) = manifest_names(segment, &widened);
+        names.extend([data, deletes]);
+    }
+    names
+}
+
+pub(crate) use deletes::file_name as delete_file_name;
+
+/// Appends the manifests of `segment` to `manifests`: the previous version's when it
+/// lists them (no request), else built and written.
+async fn segment_manifests(
+    store: &TableStore,
+    segment: &SegmentRef,
+    version: &VersionSchema<'_>,
+    reuse: &HashMap<&str, &avro::ManifestFile>,
+    snapshot_id: i64,
+    manifests: &mut Vec<avro::ManifestFile>,
+) -> Result<(), PublishError> {
+    let (data_name, delete_name) = manifest_names(segment, &version.widened);
+    let (data_uri, delete_uri) = (uri(store, &data_name), uri(store, &delete_name));
+    let reused = |uri: &str| reuse.get(uri).map(|m| (*m).clone());
+    let (mut data_row, mut delete_row) = (reused(&data_uri), reused(&delete_uri));
+    if segment.inline.is_none() && data_row.is_some() {
+        // A segment file's two manifests were written together: its delete manifest is
+        // listed exactly when it has one.
+        manifests.extend(data_row.into_iter().chain(delete_row));
+        return Ok(());
+    }
+    let fragments: Vec<Fragment> = match &segment.inline {
+        Some(fragments) => fragments.clone(),
+        None => store.read_segment(segment).await?.fragments.clone(),
+    };
+    if data_row.is_none() {
+        let data: Vec<avro::Entry> = fragments.iter().map(|f| data_entry(store, f, &version.leaves)).collect();
+        let bytes = avro::manifest(&data, "data", &version.text).map_err(encode_error(&data_name))?;
+        let length = put(store, &data_name, bytes).await?;
+        let rows = fragments.iter().map(|f| f.physical_rows as i64).sum();
+        data_row = Some(avro::ManifestFile::new(data_uri, length, 0, snapshot_id, data.len(), rows));
+    }
+    if !fragments.iter().any(|f| f.deletion.is_some()) {
+        delete_row = None;
+    } else if delete_row.is_none() {
+        let mut deletes = Vec::new();
+        for f in &fragments {
+            if let Some(deletion) = &f.deletion {
+                deletes.push(deletes::publish(store, &deletion.path, &uri(store, &f.files[0].path)).await?);
+            }
+        }
+        let bytes = avro::manifest(&deletes, "deletes", &version.text).map_err(encode_error(&delete_name))?;
+        let length = put(store, &delete_name, bytes).await?;
+        let rows = deletes.iter().map(|d| d.record_count).sum();
+        delete_row = Some(avro::ManifestFile::new(delete_uri, length, 1, snapshot_id, deletes.len(), rows));
+    }
+    manifests.extend(data_row.into_iter().chain(delete_row));
+    Ok(())
+}
+
+/// What a version's manifests are written in: its schema's Iceberg JSON, flat fields
+/// and widened ones.
+struct VersionSchema<'a> {
+    text: String,
+    leaves: BTreeMap<u32, &'a Field>,
+    widened: String,
+}
+
+/// A data file's manifest entry.
+fn data_entry(store: &TableStore, f: &Fragment, leaves: &BTreeMap<u32, &Field>) -> avro::Entry {
+    let file = &f.files[0];
+    let (lower_bounds, upper_bounds) = bounds::of(file, leaves);
+    avro::Entry {
+        content: 0,
+        file_path: uri(store, &file.path),
+        record_count: f.physical_rows as i64,
+        file_size_in_bytes: file.size_bytes as i64,
+        value_counts: file.stats.iter().map(|s| (s.field as i32, f.physical_rows as i64)).collect(),
+        null_value_counts: file.stats.iter().map(|s| (s.field as i32, s.nulls as i64)).collect(),
+        lower_bounds,
+        upper_bounds,
+        referenced_data_file: None,
+    }
+}
+
+/// Publishes version `version` after `previous` (the version before it, if published);
+/// returns what it published.
+async fn publish_version(store: &TableStore, version: u64, previous: Option<Published>) -> Result<Published, PublishError> {
     let manifest = store.read_manifest(version).await?.ok_or(OpenError::Removed { version })?;
     if let Some((column, column_type, reason)) = schema::first_unsupported(&manifest.schema) {
         return Err(PublishError::Unsupported { version, column, column_type, reason });
@@ -155,77 +352,29 @@ async fn publish_version(store: &TableStore, version: u64, previous: Option<Valu
         return Err(PublishError::Unsupported { version, column: f.name.clone(), column_type: f.column_type.sql_name(), reason });
     }
     let snapshot_id = version as i64;
-    let mut previous = previous.unwrap_or_else(|| fresh_metadata(store, &manifest));
+    let (mut metadata, previous_manifests) = match previous {
+        Some(p) => (p.metadata, p.manifests),
+        None => (fresh_metadata(store, &manifest), Vec::new()),
+    };
     // The schema: an earlier one if equal, else a new id.
     let fields = schema::schema_json(&manifest.schema, 0)["fields"].clone();
-    let schemas = previous["schemas"].as_array().cloned().unwrap_or_default();
+    let schemas = metadata["schemas"].as_array().cloned().unwrap_or_default();
     let schema_id = match schemas.iter().find(|s| s["fields"] == fields) {
         Some(s) => s["schema-id"].as_i64().unwrap_or(0),
         None => schemas.iter().filter_map(|s| s["schema-id"].as_i64()).max().map_or(0, |m| m + 1),
     };
     let schema = schema::schema_json(&manifest.schema, schema_id as i32);
-    let schema_text = schema.to_string();
+    let leaves = bounds::leaf_types(&manifest.schema);
+    let written_in = VersionSchema { text: schema.to_string(), widened: bounds::widened(&leaves), leaves };
 
+    let reuse: HashMap<&str, &avro::ManifestFile> = previous_manifests.iter().map(|m| (m.manifest_path.as_str(), m)).collect();
     let mut manifests = Vec::new();
-    let mut total_rows = 0u64;
-    for (i, segment) in manifest.segments.iter().enumerate() {
-        let fragments: Vec<Fragment> = store.read_segment(segment).await?.fragments.clone();
-        // A segment file's manifests are shared by every version that holds it; an
-        // inline segment's are the version's own.
-        let key = match segment.path.rsplit('/').next().and_then(|n| n.strip_suffix(".json")) {
-            Some(stem) if !segment.path.is_empty() => stem.to_string(),
-            _ => format!("v{version}-{i}"),
-        };
-        let mut data = Vec::new();
-        let mut deletes = Vec::new();
-        for f in &fragments {
-            total_rows += f.live_rows();
-            let file = &f.files[0];
-            let path = uri(store, &file.path);
-            let null_value_counts: Vec<(i32, i64)> = file.stats.iter().map(|s| (s.field as i32, s.nulls as i64)).collect();
-            data.push(avro::Entry {
-                content: 0,
-                file_path: path.clone(),
-                record_count: f.physical_rows as i64,
-                file_size_in_bytes: file.size_bytes as i64,
-                value_counts: file.stats.iter().map(|s| (s.field as i32, f.physical_rows as i64)).collect(),
-                null_value_counts,
-                lower_bounds: Vec::new(),
-                upper_bounds: Vec::new(),
-                referenced_data_file: None,
-            });
-            if let Some(deletion) = &f.deletion {
-                deletes.push(deletes::publish(store, &deletion.path, &path).await?);
-            }
-        }
-        let name = format!("{DIR}/m-{key}.avro");
-        let bytes = avro::manifest(&data, "data", &schema_text).map_err(encode_error(&name))?;
-        let length = put(store, &name, bytes).await?;
-        let rows = fragments.iter().map(|f| f.physical_rows as i64).sum();
-        manifests.push(avro::ManifestFile {
-            manifest_path: uri(store, &name),
-            manifest_length: length,
-            content: 0,
-            added_snapshot_id: snapshot_id,
-            files: data.len() as i32,
-            rows,
-        });
-        if !deletes.is_empty() {
-            let name = format!("{DIR}/d-{key}-v{version}.avro");
-            let bytes = avro::manifest(&deletes, "deletes", &schema_text).map_err(encode_error(&name))?;
-            let length = put(store, &name, bytes).await?;
-            manifests.push(avro::ManifestFile {
-                manifest_path: uri(store, &name),
-                manifest_length: length,
-                content: 1,
-                added_snapshot_id: snapshot_id,
-                files: deletes.len() as i32,
-                rows: deletes.iter().map(|d| d.record_count).sum(),
-            });
-        }
+    for segment in &manifest.segments {
+        segment_manifests(store, segment, &written_in, &reuse, snapshot_id, &mut manifests).await?;
     }
-    let parent = previous["current-snapshot-id"].as_i64().filter(|id| *id >= 0);
-    let list = format!("{DIR}/snap-{version}.avro");
+    let total_rows: u64 = manifest.segments.iter().map(|s| s.live_rows).sum();
+    let parent = metadata["current-snapshot-id"].as_i64().filter(|id| *id >= 0);
+    let list = list_name(version);
     let bytes = avro::manifest_list(&manifests, snapshot_id, parent, version as i64).map_err(encode_error(&list))?;
     put(store, &list, bytes).await?;
 
@@ -245,7 +394,7 @@ async fn publish_version(store: &TableStore, version: u64, previous: Option<Valu
     if let Some(parent) = parent {
         snapshot["parent-snapshot-id"] = json!(parent);
     }
-    let m = &mut previous;
+    let m = &mut metadata;
     if !schemas.iter().any(|s| s["schema-id"].as_i64() == Some(schema_id)) {
         m["schemas"].as_array_mut().expect("schemas").push(schema);
     }
@@ -256,12 +405,16 @@ async fn publish_version(store: &TableStore, version: u64, previous: Option<Valu
     m["last-updated-ms"] = json!(timestamp_ms);
     m["properties"] = json!(manifest.properties);
     m["current-snapshot-id"] = json!(snapshot_id);
-    m["snapshots"].as_array_mut().expect("snapshots").push(snapshot);
-    m["snapshot-log"].as_array_mut().expect("snapshot-log").push(json!({"snapshot-id": snapshot_id, "timestamp-ms": timestamp_ms}));
+    for (key, entry) in [("snapshots", snapshot), ("snapshot-log", json!({"snapshot-id": snapshot_id, "timestamp-ms": timestamp_ms}))] {
+        let list = m[key].as_array_mut().expect("a list");
+        list.push(entry);
+        let excess = list.len().saturating_sub(SNAPSHOTS_LISTED);
+        list.drain(..excess);
+    }
     m["refs"] = json!({"main": {"snapshot-id": snapshot_id, "type": "branch"}});
     let name = metadata_name(version);
-    put(store, &name, serde_json::to_vec_pretty(&previous).expect("JSON values serialize")).await?;
-    Ok(previous)
+    put(store, &name, serde_json::to_vec(&metadata).expect("JSON values serialize")).await?;
+    Ok(Published { metadata, manifests })
 }
 
 /// Metadata before any snapshot: the table's first retained version's identity.

@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 
 use super::{Table, WriteProgress};
 use crate::error::{AlterError, DefaultProblem, PredicateError, WriteError};
-use crate::format::manifest::{IsolationLevel, NewColumn, Operation, PROPERTY_COOPERATIVE, PROPERTY_ISOLATION};
+use crate::format::manifest::{IsolationLevel, NewColumn, Operation, PROPERTY_COOPERATIVE, PROPERTY_ICEBERG_PUBLISH, PROPERTY_ISOLATION};
 use crate::format::nested::split_path;
 use crate::format::schema::{ColumnSpec, ColumnType, Field, Schema, SchemaParseError, MAX_COLUMNS};
 use crate::io::cast::{self, CastFailure};
@@ -21,7 +21,11 @@ use crate::txn::{compact, PreparedTransaction};
 pub const DEFAULT_COMPACT_TARGET_ROWS: u64 = MAX_ROWS_PER_FILE as u64;
 
 /// Properties a table understands, and what their values may be.
-const KNOWN_PROPERTIES: &[(&str, &str)] = &[(PROPERTY_ISOLATION, "serializable or snapshot"), (PROPERTY_COOPERATIVE, "true or false")];
+const KNOWN_PROPERTIES: &[(&str, &str)] = &[
+    (PROPERTY_ISOLATION, "serializable or snapshot"),
+    (PROPERTY_COOPERATIVE, "true or false"),
+    (PROPERTY_ICEBERG_PUBLISH, "true or false"),
+];
 
 impl Table {
     /// Prepares an added column (`name type [not null] [default <SQL expression>]`), or
@@ -186,7 +190,7 @@ pub(crate) fn checked_properties(set: &BTreeMap<String, String>, unset: &[String
     for (key, value) in set {
         let valid = match key.as_str() {
             PROPERTY_ISOLATION => IsolationLevel::parse(value).is_some(),
-            PROPERTY_COOPERATIVE => ["true", "false"].contains(&value.trim().to_ascii_lowercase().as_str()),
+            PROPERTY_COOPERATIVE | PROPERTY_ICEBERG_PUBLISH => ["true", "false"].contains(&value.trim().to_ascii_lowercase().as_str()),
             _ => true,
         };
         if !valid {

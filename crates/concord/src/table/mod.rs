@@ -126,7 +126,9 @@ impl Table {
         if crate::txn::settle::create_table(&store, &manifest).await? {
             let manifest = store.remember(manifest);
             store.commits.saw_newest(&manifest, env.clock.monotonic());
-            Ok(Table::handle(store, env, manifest))
+            let table = Table::handle(store, env, manifest);
+            table.publish_if_asked(0).await;
+            Ok(table)
         } else {
             Err(CreateError::AlreadyExists { uri: store.uri().to_string() })
         }

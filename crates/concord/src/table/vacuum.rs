@@ -18,6 +18,7 @@ use chrono::{DateTime, Utc};
 use super::Table;
 use crate::error::WriteError;
 use crate::format::naming;
+use crate::iceberg;
 use crate::txn::PreparedTransaction;
 
 /// Vacuum refuses retentions shorter than this unless told otherwise: a write's
@@ -69,13 +70,14 @@ impl Table {
         let mut referenced: HashSet<String> = HashSet::new();
         for v in versions.iter().filter(|v| **v >= oldest_retained) {
             let Some(m) = self.store.read_manifest(*v).await? else { continue };
+            referenced.extend(iceberg::referenced_names(&m));
             for segment in &m.segments {
                 if segment.inline.is_none() {
                     referenced.insert(segment.path.clone());
                 }
                 for f in &self.store.read_segment(segment).await?.fragments {
                     referenced.extend(f.files.iter().map(|d| d.path.clone()));
-                    referenced.extend(f.deletion.iter().map(|d| d.path.clone()));
+                    referenced.extend(f.deletion.iter().flat_map(|d| [d.path.clone(), iceberg::delete_file_name(&d.path)]));
                 }
             }
         }
@@ -110,9 +112,16 @@ impl Table {
                 report.bytes_removed += meta.size;
             }
         }
-        for dir in
-            [naming::DATA_DIR, naming::SEGMENTS_DIR, naming::DELETIONS_DIR, naming::TRANSACTIONS_DIR, naming::ANNOUNCED_DIR, "_staging"]
-        {
+        // Iceberg metadata (FORMAT.md §16) goes with the versions it describes.
+        for dir in [
+            naming::DATA_DIR,
+            naming::SEGMENTS_DIR,
+            naming::DELETIONS_DIR,
+            naming::TRANSACTIONS_DIR,
+            naming::ANNOUNCED_DIR,
+            "_staging",
+            iceberg::DIR,
+        ] {
             for (relative, meta) in self.store.list_dir(dir).await? {
                 if referenced.contains(&relative) || meta.last_modified >= cutoff {
                     report.objects_kept += 1;

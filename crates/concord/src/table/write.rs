@@ -133,7 +133,9 @@ impl Table {
     /// its files stay, so a staged transaction can be committed again later.
     pub async fn commit(&self, txn: &PreparedTransaction, options: &CommitOptions) -> Result<CommitInfo, WriteError> {
         let options = txn.staged.apply_to(options)?;
-        Ok(self.queue.commit(&self.store, &self.env, txn, &options, self.group_commit).await?)
+        let info = self.queue.commit(&self.store, &self.env, txn, &options, self.group_commit).await?;
+        self.publish_after_commit(&info).await;
+        Ok(info)
     }
 
     /// Commits staged (or prepared) transactions, in the order given: one after
@@ -180,6 +182,9 @@ impl Table {
                 }
                 commit::Outcome::Failed(_) | commit::Outcome::Deferred => unreachable!("a job commits all or fails"),
             }
+        }
+        if let Some(info) = infos.last() {
+            self.publish_after_commit(info).await;
         }
         Ok(infos)
     }

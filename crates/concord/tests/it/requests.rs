@@ -124,3 +124,60 @@ async fn requests_per_commit_are_few_and_flat() {
         }
     }
 }
+
+/// What publishing as Iceberg (`iceberg.publish=true`, FORMAT.md §16) adds to a warm
+/// append and to a delete, at ~10 and ~1,000 versions: the same at both sizes. The
+/// commit path is the test above's (publishing starts after the commit returns from
+/// it; with the property off a commit costs what it did before publishing existed).
+/// An append publishes with 2 reads (the previous version's metadata and manifest list)
+/// and 3 writes (its inline segment's data manifest, its manifest list, its metadata);
+/// a delete with 4 writes (the position delete file and its manifest, the manifest list
+/// and the metadata: the data manifest is the previous version's) and the same 2 reads
+/// (its deletion vector is in the handle's cache).
+#[tokio::test]
+async fn iceberg_publishing_costs_per_version_are_flat() {
+    use concord::manifest::PROPERTY_ICEBERG_PUBLISH;
+    let on = BTreeMap::from([(PROPERTY_ICEBERG_PUBLISH.to_string(), "true".to_string())]);
+    let off = [PROPERTY_ICEBERG_PUBLISH.to_string()];
+    let options = CommitOptions::default();
+    let difference = |with: Tally, without: Tally| (with.puts - without.puts, with.gets - without.gets, with.lists - without.lists);
+    let bytes = |with: Tally, without: Tally| with.bytes_written - without.bytes_written;
+    for f in backends().await {
+        let schema = Schema::parse(SCHEMA).unwrap();
+        Table::create_with_properties(f.location.clone(), Env::system(), schema, &on).await.unwrap();
+        let mut costs = Vec::new();
+        for (size, id) in [(10, 0), (1000, 10_000)] {
+            grow_to(&f, size).await;
+            let table = Table::open(f.location.clone(), Env::system()).await.unwrap();
+            let started = std::time::Instant::now();
+            table.publish_iceberg().await.unwrap();
+            let grown = started.elapsed();
+            // Each delete removes one of two rows of a fragment (a deletion vector) and
+            // reads that fragment alone (the ranges of ids do not overlap).
+            let append = |ids: &[i64]| table.append(rows(table.schema(), ids.iter().copied()), &options);
+            append(&[id, id + 500]).await.unwrap();
+            let (_, with, _) = counted(&f, append(&[id + 1])).await;
+            let (_, deleting, _) = counted(&f, table.delete(&format!("id = {id}"), &options)).await;
+            table.set_properties(&BTreeMap::new(), &off, &options).await.unwrap();
+            append(&[id + 600, id + 1100]).await.unwrap();
+            let (_, without, _) = counted(&f, append(&[id + 3])).await;
+            let (_, deleting_without, _) = counted(&f, table.delete(&format!("id = {}", id + 600), &options)).await;
+            table.set_properties(&on, &[], &options).await.unwrap();
+            let cost = (difference(with, without), difference(deleting, deleting_without));
+            eprintln!(
+                "{}: at ~{size} versions publishing adds (puts, gets, lists) {:?} and {} bytes written to an append, {:?} and {} bytes to a delete; \
+                 publishing the {size} grown versions by hand took {grown:?}",
+                f.name,
+                cost.0,
+                bytes(with, without),
+                cost.1,
+                bytes(deleting, deleting_without)
+            );
+            costs.push(cost);
+        }
+        assert_eq!(costs[0], costs[1], "{}: publishing costs do not grow with versions", f.name);
+        if f.name == "s3" || f.name == "azure" {
+            assert_eq!(costs[0], ((3, 2, 0), (4, 2, 0)), "{}: see the doc comment", f.name);
+        }
+    }
+}
