@@ -309,7 +309,7 @@ def test_a_version_left_unpublished_is_published_by_the_next_writer(local):
 
 
 def test_killed_writers_leave_versions_the_next_writer_publishes(local, cli, measure):
-    """CLI appends killed at random moments (an append takes ~25 ms here) with publishing
+    """CLI appends killed at random moments (over an append's duration) with publishing
     on: some die between their commit and their publishing. The next writer publishes
     what they left, and every version reads as Concord's (nothing half-written is
     referenced); `concord iceberg publish` does it by hand between kills."""
@@ -323,11 +323,15 @@ def test_killed_writers_leave_versions_the_next_writer_publishes(local, cli, mea
     t.set_properties(set={"iceberg.publish": "true"})
     data = pathlib.Path(local.base) / "rows.csv"
     data.write_text("id,name,score\n" + "".join(f"{i},n,{i}\n" for i in range(50)))
+    # Kills spread over an append's duration, measured here (the machine may be loaded).
+    started = time.perf_counter()
+    subprocess.run([cli, "append", t.uri, str(data)], check=True, capture_output=True)
+    took = time.perf_counter() - started
     rng = random.Random(7)
     left = 0
     for i in range(30):
         p = subprocess.Popen([cli, "append", t.uri, str(data)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(0.005, 0.03))
+        time.sleep(rng.uniform(0.3, 1.2) * took)
         p.send_signal(signal.SIGKILL)
         p.wait()
         if _published(local, t.refresh()) != set(range(t.version + 1)):
@@ -423,3 +427,37 @@ def test_column_bounds_prune_files_and_filtered_reads_match(local):
     scan = widened.scan(row_filter=GreaterThanOrEqual("i", 25))
     assert len(list(scan.plan_files())) == 2
     assert _multiset(scan.to_arrow()) == _multiset(t.to_arrow(where="i >= 25"))
+
+
+def test_columns_added_with_defaults_read_as_their_defaults_from_iceberg_v3(store):
+    """A column added with a default makes the published table Iceberg v3 from that
+    version on: data files written before it lack the column and read as its
+    `initial-default` (pyiceberg and DuckDB), as Concord reads them."""
+    import json
+
+    t = store.create()
+    t.append(rows(range(5)))
+    t.add_column("tag varchar default 'none'")
+    t.add_column("weight double default 1.5")
+    t.add_column("since date default DATE '2024-01-02'")
+    t.add_column("seen timestamp default TIMESTAMP '2024-01-02 03:04:05.5'")
+    t.add_column("level int default 3")
+    t.append(rows(range(5, 8)))
+    t.delete("id = 1")
+    path = t.iceberg_metadata_path()
+    metadata = _read_text(store, path)
+    assert json.loads(metadata)["format-version"] == 3
+    properties = _pyiceberg_properties(store)
+    for v in range(1, t.version + 1):
+        assert _pyiceberg_rows(t.iceberg_metadata_path(version=v), properties) == _concord_rows(t, v), f"pyiceberg, version {v}"
+    versions = list(range(1, t.version + 1))
+    got = _duckdb([f"select * from iceberg_scan('{t.iceberg_metadata_path(version=v)}')" for v in versions], store)
+    for v, duck in zip(versions, got):
+        assert duck == _as_text(_concord_rows(t, v)), f"duckdb, version {v}"
+
+
+def _read_text(store, uri: str) -> str:
+    from pyiceberg.io import load_file_io
+
+    with load_file_io(_pyiceberg_properties(store), uri).new_input(uri).open() as f:
+        return f.read().decode()

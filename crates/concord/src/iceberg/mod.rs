@@ -1,9 +1,10 @@
-//! Each committed version published as an Apache Iceberg (v2) table over the same
-//! Parquet files, so that any Iceberg reader (DuckDB, pyiceberg, polars, Spark) reads
-//! every version natively (FORMAT.md, "Iceberg metadata").
+//! Each committed version published as an Apache Iceberg table (v2; v3 once a column
+//! has a default) over the same Parquet files, so that any Iceberg reader (DuckDB,
+//! pyiceberg, polars, Spark) reads every version natively (FORMAT.md §16).
 //!
 //! Invariants: the metadata of version N is a pure function of versions <= N (every
-//! object's bytes, so two publishers write the same ones, each created if absent);
+//! object's content and size, so two publishers write the same ones, each created if
+//! absent; Avro's sync markers and header order may differ);
 //! `_iceberg/v<N>.metadata.json` is written last, after every object it names, so a
 //! half-published version is never referenced. Publishing never decides a commit:
 //! Concord's chain stays the only arbiter.
@@ -347,9 +348,10 @@ async fn publish_version(store: &TableStore, version: u64, previous: Option<Publ
     if let Some((column, column_type, reason)) = schema::first_unsupported(&manifest.schema) {
         return Err(PublishError::Unsupported { version, column, column_type, reason });
     }
-    if let Some(f) = manifest.schema.fields.iter().find(|f| f.default.is_some()) {
-        let reason = "a column added with a default needs Iceberg v3's initial-default, not yet written (v2 readers would read NULL)";
-        return Err(PublishError::Unsupported { version, column: f.name.clone(), column_type: f.column_type.sql_name(), reason });
+    for f in &manifest.schema.fields {
+        if let Err(reason) = schema::initial_default(f) {
+            return Err(PublishError::Unsupported { version, column: f.name.clone(), column_type: f.column_type.sql_name(), reason });
+        }
     }
     let snapshot_id = version as i64;
     let (mut metadata, previous_manifests) = match previous {
@@ -395,6 +397,14 @@ async fn publish_version(store: &TableStore, version: u64, previous: Option<Publ
         snapshot["parent-snapshot-id"] = json!(parent);
     }
     let m = &mut metadata;
+    // From the first version with a column default on, the table is Iceberg v3 (for
+    // `initial-default`); no row lineage is tracked (no row ids are assigned).
+    if schema::needs_v3(&manifest.schema) || m["format-version"] == json!(3) {
+        m["format-version"] = json!(3);
+        m["next-row-id"] = json!(0);
+        snapshot["first-row-id"] = json!(0);
+        snapshot["added-rows"] = json!(0);
+    }
     if !schemas.iter().any(|s| s["schema-id"].as_i64() == Some(schema_id)) {
         m["schemas"].as_array_mut().expect("schemas").push(schema);
     }

@@ -38,7 +38,61 @@ pub(crate) fn schema_json(schema: &Schema, schema_id: i32) -> Value {
 }
 
 fn field_json(field: &Field) -> Value {
-    json!({"id": field.id, "name": field.name, "required": !field.nullable, "type": type_json(&field.column_type)})
+    let mut json = json!({"id": field.id, "name": field.name, "required": !field.nullable, "type": type_json(&field.column_type)});
+    if let Ok(Some(value)) = initial_default(field) {
+        json["initial-default"] = value;
+    }
+    json
+}
+
+/// Whether `schema` needs Iceberg v3 (a column with a default: v3's `initial-default`).
+pub(crate) fn needs_v3(schema: &Schema) -> bool {
+    schema.fields.iter().any(|f| f.default.is_some())
+}
+
+/// A field's default as Iceberg v3's `initial-default` (JSON single-value form: what a
+/// data file lacking the column reads as); `Err` when it has no exact form.
+pub(crate) fn initial_default(field: &Field) -> Result<Option<Value>, &'static str> {
+    use arrow::array::{Array, AsArray};
+    use arrow::datatypes::{DataType, Date32Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type};
+    use arrow::datatypes::{TimeUnit, TimestampMicrosecondType, UInt16Type, UInt32Type, UInt8Type};
+    if field.default.is_none() {
+        return Ok(None);
+    }
+    let value = field.default_array(1);
+    if value.is_null(0) {
+        return Ok(None);
+    }
+    let micros = |v: i64| chrono::DateTime::from_timestamp_micros(v).ok_or("a timestamp out of range");
+    let json = match value.data_type() {
+        DataType::Boolean => json!(value.as_boolean().value(0)),
+        DataType::Int8 => json!(value.as_primitive::<Int8Type>().value(0)),
+        DataType::Int16 => json!(value.as_primitive::<Int16Type>().value(0)),
+        DataType::Int32 => json!(value.as_primitive::<Int32Type>().value(0)),
+        DataType::Int64 => json!(value.as_primitive::<Int64Type>().value(0)),
+        DataType::UInt8 => json!(value.as_primitive::<UInt8Type>().value(0)),
+        DataType::UInt16 => json!(value.as_primitive::<UInt16Type>().value(0)),
+        DataType::UInt32 => json!(value.as_primitive::<UInt32Type>().value(0)),
+        DataType::Float32 => Value::from(f64::from(value.as_primitive::<Float32Type>().value(0))),
+        DataType::Float64 => Value::from(value.as_primitive::<Float64Type>().value(0)),
+        DataType::Utf8 => json!(value.as_string::<i32>().value(0)),
+        DataType::Decimal128(..) => json!(crate::io::cast::display_value(value.as_ref(), 0)),
+        DataType::Date32 => {
+            let days = value.as_primitive::<Date32Type>().value(0);
+            json!((micros(i64::from(days) * 86_400_000_000)?.date_naive()).format("%Y-%m-%d").to_string())
+        }
+        DataType::Timestamp(TimeUnit::Microsecond, zone) => {
+            let at = micros(value.as_primitive::<TimestampMicrosecondType>().value(0))?;
+            let text = at.format("%Y-%m-%dT%H:%M:%S%.6f").to_string();
+            json!(if zone.is_some() { format!("{text}+00:00") } else { text })
+        }
+        _ => return Err("Concord has no Iceberg initial-default form for a default of this type"),
+    };
+    // A NaN or infinite float has no JSON form.
+    if json.is_null() {
+        return Err("a NaN or infinite default has no Iceberg initial-default form");
+    }
+    Ok(Some(json))
 }
 
 /// The Iceberg type of `column_type`: the unsigned types widen to the next signed type
