@@ -19,6 +19,10 @@ shared machine weighs on all alike):
                   pyarrow; each in a fresh process: seconds and peak RSS (MiB), rows
                   checked against what was written; the append also until its rows
                   are on disk (the call, then a sync: Concord's are already)
+  ray             a local Ray cluster (2 CPUs) writes 10,000,000 rows from 16 tasks
+                  into one table (concord.ray.write_concord: one version; Lance:
+                  Dataset.write_lance), then reads them back (read_concord /
+                  read_lance, materialized): seconds, rows checked (not delta-rs)
 
 Schema: id bigint not null, val bigint not null, name varchar. With --rounds N each
 workload runs N rounds, every system once a round, in turn; each figure printed is the
@@ -297,6 +301,46 @@ def read_big(name, root, rows):
 # ---------------------------------------------------------------- report
 
 
+def _ray():
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        ray.data.DataContext.get_current().enable_progress_bars = False
+    return ray
+
+
+def _ray_rows(b: pa.Table) -> pa.Table:
+    ids = b.column("id")
+    return pa.Table.from_arrays([ids, pc.multiply(ids, 3), pc.cast(ids, pa.string())], schema=SCHEMA)
+
+
+def ray_job(name, root, rows, tasks=16):
+    if name not in ("concord", "lance"):
+        return None
+    ray = _ray()
+    uri = os.path.join(root, f"{name}-ray")
+    ds = ray.data.range(rows, override_num_blocks=tasks).map_batches(_ray_rows, batch_format="pyarrow")
+    started = time.perf_counter()
+    if name == "concord":
+        import concord
+        import concord.ray
+
+        concord.create(uri, SCHEMA)
+        infos = concord.ray.write_concord(ds, uri)
+        assert len({i.version for i in infos}) == 1
+    else:
+        ds.write_lance(uri)
+    write_s = time.perf_counter() - started
+    started = time.perf_counter()
+    back = concord.ray.read_concord(uri) if name == "concord" else ray.data.read_lance(uri)
+    back = back.materialize()
+    read_s = time.perf_counter() - started
+    count = back.count()
+    assert count == rows, (count, rows)
+    return {"write_s": write_s, "read_s": read_s}
+
+
 def fmt(v, digits=1):
     if isinstance(v, bool):
         return "yes" if v else "NO"
@@ -354,12 +398,14 @@ def report(results, args):
         f"{v}: read into pyarrow, s / peak RSS MiB",
         lambda r: f"{fmt(r['vectors']['read']['s'])} / {fmt(r['vectors']['read']['peak_mib'], 0)}",
     )
+    row(f"Ray, {args.ray_rows:,} rows from 16 tasks: write, s", lambda r: fmt(r["ray"]["write_s"], 2))
+    row("Ray: read back (materialized), s", lambda r: fmt(r["ray"]["read_s"], 2))
     return "\n".join(lines)
 
 
 def versions():
     out = {}
-    for _module, dist in (("concord", "concord"), ("lance", "pylance"), ("deltalake", "deltalake"), ("pyarrow", "pyarrow")):
+    for _module, dist in (("concord", "concord"), ("lance", "pylance"), ("deltalake", "deltalake"), ("pyarrow", "pyarrow"), ("ray", "ray")):
         try:
             import importlib.metadata as m
 
@@ -379,7 +425,8 @@ def main():
     p.add_argument("--read-rows", type=int, default=10_000_000)
     p.add_argument("--vector-rows", type=int, default=1_000_000)
     p.add_argument("--vector-dim", type=int, default=768)
-    p.add_argument("--workloads", default="small,big,writers,read,vectors", help="which workloads to run (comma-separated)")
+    p.add_argument("--ray-rows", type=int, default=10_000_000)
+    p.add_argument("--workloads", default="small,big,writers,read,vectors", help="which workloads to run (comma-separated; also: ray)")
     p.add_argument("--rounds", type=int, default=1, help="rounds of each workload (figures: the median of the rounds)")
     p.add_argument("--dir", default=None, help="folder for the tables (default: a temporary folder)")
     p.add_argument("--json", default=None)
@@ -396,6 +443,7 @@ def main():
         steps += [(f"w{w}", lambda name, w=w: concurrent(name, root, w, args.appends)) for w in args.writers]
         steps += [("read", lambda name: read_big(name, root, args.read_rows))]
         steps += [("vectors", lambda name: vectors(name, root, args.vector_rows, args.vector_dim))]
+        steps += [("ray", lambda name: ray_job(name, root, args.ray_rows))]
         steps = [(key, step) for key, step in steps if (key if not key.startswith("w") else "writers") in wanted]
         rounds = {}
         for key, step in steps:

@@ -494,13 +494,17 @@ class Table:
         handle does not move)."""
         return json.loads(self._native.history_json())
 
-    def fragments(self, version: Optional[int] = None) -> List["Fragment"]:
-        """The fragments of the handle's version (or of ``version``): picklable
-        pieces of the table that workers (multiprocessing, Ray, Dask) read on their
-        own with ``Fragment.to_arrow``."""
+    def fragments(
+        self, version: Optional[int] = None, *, where: Optional[str] = None, as_of: Optional[TimeLike] = None
+    ) -> List["Fragment"]:
+        """The fragments of the handle's version (or of ``version``, or the version as
+        of ``as_of``): picklable pieces of the table that workers (multiprocessing,
+        Ray, Dask) read on their own with ``Fragment.to_arrow``. With ``where``, only
+        the fragments whose statistics do not rule the predicate out (read them with
+        the same ``where``)."""
         return [
             Fragment(fid, rows, fjson, fversion, self.uri, self._storage_options, self._native)
-            for fid, rows, fjson, fversion in self._native.fragments(version)
+            for fid, rows, fjson, fversion in self._native.fragments(version, _time(as_of), where)
         ]
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:

@@ -323,13 +323,20 @@ impl NativeTable {
     }
 
     /// The fragments of a version: (id, live rows, the fragment as JSON, version).
-    #[pyo3(signature = (version=None))]
-    fn fragments(&self, py: Python<'_>, version: Option<u64>) -> PyResult<Vec<(u64, u64, String, u64)>> {
+    /// With `filter`, only those its statistics do not rule out.
+    #[pyo3(signature = (version=None, as_of=None, filter=None))]
+    fn fragments(
+        &self,
+        py: Python<'_>,
+        version: Option<u64>,
+        as_of: Option<String>,
+        filter: Option<String>,
+    ) -> PyResult<Vec<(u64, u64, String, u64)>> {
         guard(|| {
             let table = self.current(py)?;
             let (fragments, version) = run(py, async move {
-                let table = NativeTable::at(table, version, None).await?;
-                Ok((table.fragments().await?, table.version()))
+                let table = NativeTable::at(table, version, as_of).await?;
+                Ok((table.fragments_matching(filter.as_deref()).await?, table.version()))
             })?;
             let mut out = Vec::with_capacity(fragments.len());
             for f in &fragments {

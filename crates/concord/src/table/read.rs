@@ -171,6 +171,17 @@ impl Table {
         Ok(fragments)
     }
 
+    /// The fragments of this version whose statistics do not rule out `filter` (a SQL
+    /// predicate; all of them without one), in fragment-id order: what a scan with that
+    /// filter would read, for engines that give each worker a share.
+    pub async fn fragments_matching(&self, filter: Option<&str>) -> Result<Vec<Fragment>, ScanError> {
+        let fragments = self.fragments().await?;
+        let Some(filter) = filter else { return Ok(fragments) };
+        let predicate = predicate::compile(filter, self.schema(), self.env.clock.now())?;
+        let plan = ScanPlan { fields: Vec::new(), output: Arc::new(arrow::datatypes::Schema::empty()), predicate: Some(predicate) };
+        Ok(prune(fragments, &plan, &Mutex::new(ScanMetrics::default())))
+    }
+
     /// The live rows of one fragment of this version (all columns, this version's
     /// schema). With [`Table::fragments`], lets a checker read each immutable
     /// (fragment, deletion vector) pair once across many versions.

@@ -1,0 +1,123 @@
+"""Ray Data reads and writes Concord tables (``pip install ./python[ray]``).
+
+``read_concord`` gives a ``ray.data.Dataset`` of a version, one read task per group of
+fragments (those the filter's statistics do not rule out). ``ConcordDatasink`` (or
+``write_concord``) writes a dataset as one version: each write task stages its blocks,
+and the driver commits the staged ids of the tasks that finished as one job commit, so
+a re-run task's earlier attempt is never committed and a job that fails commits nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, List, Optional, Sequence
+
+import ray
+import ray.data
+from ray.data.block import Block, BlockAccessor, BlockMetadata
+from ray.data.datasource import Datasink, Datasource, ReadTask
+
+from . import _jobs
+from ._table import CommitInfo, StorageOptions, TimeLike
+
+__all__ = ["ConcordDatasink", "ConcordDatasource", "read_concord", "write_concord"]
+
+
+class ConcordDatasource(Datasource):
+    """The rows of one version of a Concord table (see ``read_concord``)."""
+
+    def __init__(
+        self,
+        uri: str,
+        version: Optional[int] = None,
+        as_of: Optional[TimeLike] = None,
+        columns: Optional[Sequence[str]] = None,
+        filter: Optional[str] = None,
+        storage_options: StorageOptions = None,
+    ) -> None:
+        self._uri = uri
+        self._version = version
+        self._as_of = as_of
+        self._columns = list(columns) if columns is not None else None
+        self._filter = filter
+        self._storage_options = storage_options
+
+    def estimate_inmemory_data_size(self) -> Optional[int]:
+        return None
+
+    def get_read_tasks(self, parallelism: int, **_: Any) -> List[ReadTask]:
+        schema, groups = _jobs.plan_read(self._uri, self._version, self._as_of, self._filter, self._storage_options, parallelism)
+        schema = _jobs.projected(schema, self._columns)
+        columns, where = self._columns, self._filter
+        tasks = []
+        for group in groups:
+            metadata = BlockMetadata(num_rows=None, size_bytes=None, input_files=None, exec_stats=None)
+
+            def read(group=group) -> Iterable[Block]:
+                yield _jobs.read_group(group, columns, where, schema)
+
+            tasks.append(ReadTask(read, metadata, schema=schema))
+        return tasks
+
+
+def read_concord(
+    uri: str,
+    version: Optional[int] = None,
+    as_of: Optional[TimeLike] = None,
+    columns: Optional[Sequence[str]] = None,
+    filter: Optional[str] = None,
+    storage_options: StorageOptions = None,
+    **read_args: Any,
+) -> "ray.data.Dataset":
+    """A dataset of the rows of ``version`` (default: the latest; or the version as of
+    ``as_of``): ``columns`` of the rows matching ``filter`` (a SQL predicate, as
+    ``where`` everywhere else). ``read_args`` go to ``ray.data.read_datasource``
+    (e.g. ``override_num_blocks``)."""
+    source = ConcordDatasource(uri, version, as_of, columns, filter, storage_options)
+    return ray.data.read_datasource(source, **read_args)
+
+
+class ConcordDatasink(Datasink):
+    """Writes a dataset into a Concord table as one version (a job commit), or nothing.
+
+    ``mode="append"`` adds the dataset's rows; ``"overwrite"`` leaves the table holding
+    exactly them (the overwrite and the appends in one version). ``idempotency_key``:
+    the job's key (default: a fresh one per sink); a commit whose outcome stayed
+    unknown is retried under it and replays if it had landed. After the write,
+    ``result`` holds the job's ``CommitInfo`` list.
+    """
+
+    def __init__(
+        self, uri: str, mode: str = "append", storage_options: StorageOptions = None, idempotency_key: Optional[str] = None
+    ) -> None:
+        self.uri = uri
+        self.mode = _jobs.check_mode(mode)
+        self.storage_options = storage_options
+        self.idempotency_key = _jobs.job_key(idempotency_key)
+        self.result: List[CommitInfo] = []
+
+    def write(self, blocks: Iterable[Block], ctx: Any) -> List[str]:
+        tables = (BlockAccessor.for_block(b).to_arrow() for b in blocks)
+        return _jobs.stage_part(self.uri, self.storage_options, tables)
+
+    def on_write_complete(self, write_result: Any) -> None:
+        returns = getattr(write_result, "write_returns", write_result)
+        staged = _jobs.staged_ids(returns)
+        self.result = _jobs.commit_job(self.uri, self.storage_options, staged, self.mode, self.idempotency_key)
+
+    def get_name(self) -> str:
+        return "Concord"
+
+
+def write_concord(
+    ds: "ray.data.Dataset",
+    uri: str,
+    mode: str = "append",
+    storage_options: StorageOptions = None,
+    idempotency_key: Optional[str] = None,
+    **write_args: Dict[str, Any],
+) -> List[CommitInfo]:
+    """Writes ``ds`` into the table at ``uri`` as one version (see ``ConcordDatasink``);
+    returns the job's outcomes."""
+    sink = ConcordDatasink(uri, mode=mode, storage_options=storage_options, idempotency_key=idempotency_key)
+    ds.write_datasink(sink, **write_args)
+    return sink.result
