@@ -21,8 +21,9 @@ shared machine weighs on all alike):
                   are on disk (the call, then a sync: Concord's are already)
   ray             a local Ray cluster (2 CPUs) writes 10,000,000 rows from 16 tasks
                   into one table (concord.ray.write_concord: one version; Lance:
-                  Dataset.write_lance), then reads them back (read_concord /
-                  read_lance, materialized): seconds, rows checked (not delta-rs)
+                  lance_ray.write_lance), then reads them back (read_concord /
+                  lance_ray.read_lance, materialized): seconds, rows checked (not
+                  delta-rs)
 
 Schema: id bigint not null, val bigint not null, name varchar. With --rounds N each
 workload runs N rounds, every system once a round, in turn; each figure printed is the
@@ -330,10 +331,13 @@ def ray_job(name, root, rows, tasks=16):
         infos = concord.ray.write_concord(ds, uri)
         assert len({i.version for i in infos}) == 1
     else:
-        ds.write_lance(uri)
+        # Lance's own Ray integration (Ray's built-in write_lance expects a newer pylance).
+        import lance_ray
+
+        lance_ray.write_lance(ds, uri)
     write_s = time.perf_counter() - started
     started = time.perf_counter()
-    back = concord.ray.read_concord(uri) if name == "concord" else ray.data.read_lance(uri)
+    back = concord.ray.read_concord(uri) if name == "concord" else lance_ray.read_lance(uri)
     back = back.materialize()
     read_s = time.perf_counter() - started
     count = back.count()
