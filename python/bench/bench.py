@@ -19,6 +19,10 @@ shared machine weighs on all alike):
                   pyarrow; each in a fresh process: seconds and peak RSS (MiB), rows
                   checked against what was written; the append also until its rows
                   are on disk (the call, then a sync: Concord's are already)
+  smallfiles      Concord alone: 1,000 appends of 100 rows, then a whole-table read
+                  (median of 3), without and with automatic compaction
+                  (auto_compact.small_fragments=32): seconds of the appends and of
+                  the read, fragments left
   ray             a local Ray cluster (2 CPUs) writes 10,000,000 rows from 16 tasks
                   into one table (concord.ray.write_concord: one version; Lance:
                   lance_ray.write_lance), then reads them back (read_concord /
@@ -302,6 +306,29 @@ def read_big(name, root, rows):
 # ---------------------------------------------------------------- report
 
 
+def small_files(name, root, appends=1_000):
+    if name != "concord":
+        return None
+    import concord
+
+    out = {}
+    for mode, properties in (("off", {}), ("on", {"auto_compact.small_fragments": "32"})):
+        t = concord.create(os.path.join(root, f"small-{mode}"), SCHEMA)
+        if properties:
+            t.set_properties(set=properties)
+        started = time.perf_counter()
+        for i in range(appends):
+            t.append(batch(i * 100, 100))
+        append_s = time.perf_counter() - started
+        reads = []
+        for _ in range(3):
+            started = time.perf_counter()
+            assert t.refresh().to_arrow().num_rows == appends * 100
+            reads.append(time.perf_counter() - started)
+        out[mode] = {"append_s": append_s, "read_s": statistics.median(reads), "fragments": len(t.fragments())}
+    return out
+
+
 def _ray():
     import ray
 
@@ -402,6 +429,14 @@ def report(results, args):
         f"{v}: read into pyarrow, s / peak RSS MiB",
         lambda r: f"{fmt(r['vectors']['read']['s'])} / {fmt(r['vectors']['read']['peak_mib'], 0)}",
     )
+
+    def small(mode):
+        return lambda r: (
+            f"{fmt(r['smallfiles'][mode]['append_s'])}, {fmt(r['smallfiles'][mode]['read_s'], 3)}, {r['smallfiles'][mode]['fragments']}"
+        )
+
+    row("1,000 appends of 100 rows: appends s, then read s, fragments (auto compaction off)", small("off"))
+    row("the same with auto_compact.small_fragments=32", small("on"))
     row(f"Ray, {args.ray_rows:,} rows from 16 tasks: write, s", lambda r: fmt(r["ray"]["write_s"], 2))
     row("Ray: read back (materialized), s", lambda r: fmt(r["ray"]["read_s"], 2))
     return "\n".join(lines)
@@ -430,7 +465,9 @@ def main():
     p.add_argument("--vector-rows", type=int, default=1_000_000)
     p.add_argument("--vector-dim", type=int, default=768)
     p.add_argument("--ray-rows", type=int, default=10_000_000)
-    p.add_argument("--workloads", default="small,big,writers,read,vectors", help="which workloads to run (comma-separated; also: ray)")
+    p.add_argument(
+        "--workloads", default="small,big,writers,read,vectors", help="which workloads to run (comma-separated; also: ray, smallfiles)"
+    )
     p.add_argument("--rounds", type=int, default=1, help="rounds of each workload (figures: the median of the rounds)")
     p.add_argument("--dir", default=None, help="folder for the tables (default: a temporary folder)")
     p.add_argument("--json", default=None)
@@ -448,6 +485,7 @@ def main():
         steps += [("read", lambda name: read_big(name, root, args.read_rows))]
         steps += [("vectors", lambda name: vectors(name, root, args.vector_rows, args.vector_dim))]
         steps += [("ray", lambda name: ray_job(name, root, args.ray_rows))]
+        steps += [("smallfiles", lambda name: small_files(name, root))]
         steps = [(key, step) for key, step in steps if (key if not key.startswith("w") else "writers") in wanted]
         rounds = {}
         for key, step in steps:

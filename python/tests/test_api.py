@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import pathlib
 import pickle
 import subprocess
 import time
@@ -409,3 +410,29 @@ def test_sql(local):
     with pytest.raises(concord.InvalidInputError, match="only queries"):
         concord.sql("insert into t values (1, 'x', 0.5)", tables={"t": t})
     assert t.count() == 11
+
+
+def test_automatic_compaction_keeps_small_fragments_few(local, cli):
+    """With `auto_compact.small_fragments=8`, the writer whose commit leaves more than 8
+    small fragments compacts them after it: from Python and from CLI processes writing
+    at once, the fragments stay few and every row stays once."""
+    t = local.create()
+    with pytest.raises(concord.InvalidInputError, match="auto_compact.small_fragments"):
+        t.set_properties(set={"auto_compact.small_fragments": "0"})
+    t.set_properties(set={"auto_compact.small_fragments": "8"})
+    for i in range(40):
+        t.append(rows([i]))
+        assert len(t.refresh().fragments()) <= 9
+    assert any(h["operation"] == "compact" for h in t.history())
+    procs = []
+    for w in range(4):
+        path = pathlib.Path(local.base) / f"w{w}.csv"
+        path.write_text("id,name,score\n" + "".join(f"{100 + w * 10 + i},n,0\n" for i in range(10)))
+        script = " && ".join(f"{cli} append {t.uri} {path}" for _ in range(5))
+        procs.append(subprocess.Popen(["sh", "-c", script], stderr=subprocess.PIPE))
+    for p in procs:
+        assert p.wait(timeout=300) == 0, p.stderr.read()
+    t.refresh()
+    ids = sorted(t.to_arrow(columns=["id"]).column("id").to_pylist())
+    assert ids == sorted(list(range(40)) + [100 + w * 10 + i for w in range(4) for i in range(10)] * 5)
+    assert len(t.fragments()) <= 9 + 4, "at most one commit per writer past the last compaction"

@@ -96,8 +96,8 @@ pub mod errors {
 pub mod manifest {
     pub use crate::format::manifest::{
         ColumnStats, CompactGroup, CompactInput, DataFile, DeletionRef, Fragment, FragmentDeletion, Manifest, NewColumn, NewFragment,
-        Operation, PartialMerge, SegmentRef, TransactionRecord, FORMAT_VERSION, PROPERTY_COOPERATIVE, PROPERTY_ICEBERG_PUBLISH,
-        PROPERTY_ISOLATION,
+        Operation, PartialMerge, SegmentRef, TransactionRecord, FORMAT_VERSION, PROPERTY_AUTO_COMPACT, PROPERTY_COOPERATIVE,
+        PROPERTY_ICEBERG_PUBLISH, PROPERTY_ISOLATION,
     };
     pub use crate::format::naming::{parse_version_file_name, version_file_name};
 }
@@ -131,7 +131,7 @@ pub mod limits {
     pub use crate::format::schema::{MAX_COLUMNS, MAX_COLUMN_NAME_BYTES, MAX_DECIMAL128_PRECISION, MAX_DECIMAL_PRECISION};
     pub use crate::io::predicate::{MAX_EXPRESSION_BYTES, MAX_EXPRESSION_OPERATORS};
     pub use crate::storage::MAX_METADATA_BYTES;
-    pub use crate::table::{DEFAULT_COMPACT_TARGET_ROWS, MIN_VACUUM_RETENTION};
+    pub use crate::table::{AUTO_COMPACT_MAX_FRAGMENTS, DEFAULT_COMPACT_TARGET_ROWS, MIN_VACUUM_RETENTION};
 }
 
 /// The Arrow version Concord's API speaks: [`Input`] and scans carry its

@@ -41,6 +41,11 @@ pub const PROPERTY_COOPERATIVE: &str = "cooperative_commits";
 /// `concord iceberg publish`.
 pub const PROPERTY_ICEBERG_PUBLISH: &str = "iceberg.publish";
 
+/// Table property: a number N; once a version holds more than N fragments smaller than
+/// the compaction target, the writer that committed it compacts a bounded group of them
+/// after its commit (FORMAT.md §9). Absent (the default): no automatic compaction.
+pub const PROPERTY_AUTO_COMPACT: &str = "auto_compact.small_fragments";
+
 /// How a write that reads rows (delete, update, merge) treats rows committed concurrently.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]

@@ -100,22 +100,15 @@ impl Table {
         Ok(uri(store, &metadata_name(self.version())))
     }
 
-    /// After this handle committed `info`: publishes its version (and first any
-    /// unpublished one before it) when the version's properties ask for it
-    /// ([`PROPERTY_ICEBERG_PUBLISH`]). Never fails the commit, and costs no request when
-    /// publishing is off (the committed manifest is in the handle's cache). A failure
-    /// leaves the version to the next writer or to `concord iceberg publish`.
-    pub(crate) async fn publish_after_commit(&self, info: &crate::txn::CommitInfo) {
-        if !info.idempotent_replay && info.abandoned.is_none() {
-            self.publish_if_asked(info.version).await;
-        }
-    }
-
-    /// See [`Table::publish_after_commit`]: `version` was just created by this handle.
+    /// After this handle created `version`: publishes it (and first any unpublished one
+    /// before it) when the version's properties ask for it ([`PROPERTY_ICEBERG_PUBLISH`]).
+    /// Never fails the commit, and costs no request when publishing is off (the created
+    /// manifest is in the handle's cache). A failure leaves the version to the next
+    /// writer or to `concord iceberg publish`.
     pub(crate) async fn publish_if_asked(&self, version: u64) {
         let store = self.store();
         let Some(manifest) = store.cached_manifest(version) else { return };
-        if manifest.properties.get(PROPERTY_ICEBERG_PUBLISH).is_none_or(|v| v != "true") || !store.claim_iceberg_publish(version) {
+        if manifest.properties.get(PROPERTY_ICEBERG_PUBLISH).is_none_or(|v| v != "true") {
             return;
         }
         let _ = publish_after(store, version).await;

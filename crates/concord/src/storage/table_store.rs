@@ -68,9 +68,10 @@ pub(crate) struct TableStore {
     /// Idempotency keys of versions read so far (versions are immutable): the versions
     /// up to `.0` are indexed in `.1` (key -> version).
     key_index: tokio::sync::Mutex<(Option<u64>, HashMap<String, u64>)>,
-    /// The newest version this handle set out to publish as Iceberg metadata (plus one;
-    /// 0: none): transactions sharing a version publish it once.
-    iceberg_claimed: std::sync::atomic::AtomicU64,
+    /// The newest version this handle set out to follow up after its commit (Iceberg
+    /// publishing, automatic compaction; plus one, 0: none): transactions sharing a
+    /// version follow it up once.
+    followed_up: std::sync::atomic::AtomicU64,
 }
 
 impl TableStore {
@@ -83,14 +84,14 @@ impl TableStore {
             deletion_cache: Mutex::new(HashMap::new()),
             announcements: Mutex::new(HashMap::new()),
             key_index: tokio::sync::Mutex::new((None, HashMap::new())),
-            iceberg_claimed: std::sync::atomic::AtomicU64::new(0),
+            followed_up: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
-    /// Whether this caller is the first of this handle to publish `version` (and no
-    /// newer one was): then it publishes.
-    pub(crate) fn claim_iceberg_publish(&self, version: u64) -> bool {
-        self.iceberg_claimed.fetch_max(version + 1, std::sync::atomic::Ordering::SeqCst) <= version
+    /// Whether this caller is the first of this handle to follow up `version` after its
+    /// commit (and no newer one was): then it does.
+    pub(crate) fn claim_followup(&self, version: u64) -> bool {
+        self.followed_up.fetch_max(version + 1, std::sync::atomic::Ordering::SeqCst) <= version
     }
 
     /// The version (up to `latest`) whose transactions carry idempotency `key`, as a

@@ -9,7 +9,9 @@ use chrono::{DateTime, Utc};
 
 use super::{Table, WriteProgress};
 use crate::error::{AlterError, DefaultProblem, PredicateError, WriteError};
-use crate::format::manifest::{IsolationLevel, NewColumn, Operation, PROPERTY_COOPERATIVE, PROPERTY_ICEBERG_PUBLISH, PROPERTY_ISOLATION};
+use crate::format::manifest::{
+    IsolationLevel, NewColumn, Operation, PROPERTY_AUTO_COMPACT, PROPERTY_COOPERATIVE, PROPERTY_ICEBERG_PUBLISH, PROPERTY_ISOLATION,
+};
 use crate::format::nested::split_path;
 use crate::format::schema::{ColumnSpec, ColumnType, Field, Schema, SchemaParseError, MAX_COLUMNS};
 use crate::io::cast::{self, CastFailure};
@@ -25,6 +27,7 @@ const KNOWN_PROPERTIES: &[(&str, &str)] = &[
     (PROPERTY_ISOLATION, "serializable or snapshot"),
     (PROPERTY_COOPERATIVE, "true or false"),
     (PROPERTY_ICEBERG_PUBLISH, "true or false"),
+    (PROPERTY_AUTO_COMPACT, "a number of small fragments, 1 or more"),
 ];
 
 impl Table {
@@ -191,6 +194,7 @@ pub(crate) fn checked_properties(set: &BTreeMap<String, String>, unset: &[String
         let valid = match key.as_str() {
             PROPERTY_ISOLATION => IsolationLevel::parse(value).is_some(),
             PROPERTY_COOPERATIVE | PROPERTY_ICEBERG_PUBLISH => ["true", "false"].contains(&value.trim().to_ascii_lowercase().as_str()),
+            PROPERTY_AUTO_COMPACT => value.trim().parse::<u64>().is_ok_and(|n| n >= 1),
             _ => true,
         };
         if !valid {

@@ -1,5 +1,6 @@
 //! The table API: one handle per (table, version).
 
+mod auto_compact;
 mod input;
 mod maintain;
 mod read;
@@ -19,6 +20,7 @@ use crate::format::schema::Schema;
 use crate::storage::{TableLocation, TableStore};
 use crate::txn::group::CommitQueue;
 
+pub use auto_compact::AUTO_COMPACT_MAX_FRAGMENTS;
 pub use input::Input;
 pub use maintain::DEFAULT_COMPACT_TARGET_ROWS;
 pub use read::{ScanOptions, TableScan, TransactionInfo, VersionInfo};

@@ -134,7 +134,7 @@ impl Table {
     pub async fn commit(&self, txn: &PreparedTransaction, options: &CommitOptions) -> Result<CommitInfo, WriteError> {
         let options = txn.staged.apply_to(options)?;
         let info = self.queue.commit(&self.store, &self.env, txn, &options, self.group_commit).await?;
-        self.publish_after_commit(&info).await;
+        self.after_commit(&info).await;
         Ok(info)
     }
 
@@ -184,7 +184,7 @@ impl Table {
             }
         }
         if let Some(info) = infos.last() {
-            self.publish_after_commit(info).await;
+            self.after_commit(info).await;
         }
         Ok(infos)
     }

@@ -158,7 +158,7 @@ impl Table {
         let txn = self.prepare(write).await?;
         let result = self.queue.commit(&self.store, &self.env, &txn, options, self.group_commit).await;
         match &result {
-            Ok(info) => self.publish_after_commit(info).await,
+            Ok(info) => self.after_commit(info).await,
             Err(CommitError::CommitStateUnknown { .. }) => {}
             Err(_) => self.store.delete_best_effort(txn.operation.written_files()).await,
         }
