@@ -51,6 +51,8 @@ def test_pyiceberg_reads_every_version_after_appends_deletes_updates_and_schema_
     t.rename_column("name", "label")
     t.compact()
     t.overwrite(rows(range(10)).rename_columns(["id", "label", "score"]), where="id < 10")
+    t.drop_column("tag")
+    t.restore(3)
     path = t.iceberg_metadata_path()
     assert path.startswith("file://" if store.name == "local" else "s3://"), path
     assert path.endswith(f"v{t.refresh().version}.metadata.json")
@@ -155,6 +157,7 @@ def test_duckdb_reads_every_version(store):
     t.merge(rows([5, 500]), on="id")
     t.compact()
     t.overwrite(rows(range(10)), where="id < 10")
+    t.restore(2)
     versions = list(range(1, t.version + 1))
     got = _duckdb([f"select * from iceberg_scan('{t.iceberg_metadata_path(version=v)}')" for v in versions], store)
     for v, duck in zip(versions, got):
