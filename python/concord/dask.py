@@ -11,10 +11,14 @@ from __future__ import annotations
 
 from typing import Any, List, Optional, Sequence
 
-import dask
-import dask.dataframe as dd
-import pandas as pd
 import pyarrow as pa
+
+try:
+    import dask
+    import dask.dataframe as dd
+    import pandas as pd
+except ImportError as e:  # the optional dependency, named
+    raise ImportError(f"concord.dask needs Dask: pip install './python[dask]' ({e})") from e
 
 from . import _jobs
 from ._table import CommitInfo, StorageOptions, TimeLike

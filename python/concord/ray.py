@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
-import ray
-import ray.data
-from ray.data.block import Block, BlockAccessor, BlockMetadata
-from ray.data.datasource import Datasink, Datasource, ReadTask
+try:
+    import ray
+    import ray.data
+    from ray.data.block import Block, BlockAccessor, BlockMetadata
+    from ray.data.datasource import Datasink, Datasource, ReadTask
+except ImportError as e:  # the optional dependency, named
+    raise ImportError(f"concord.ray needs Ray Data: pip install './python[ray]' ({e})") from e
 
 from . import _jobs
 from ._table import CommitInfo, StorageOptions, TimeLike
