@@ -9,11 +9,17 @@ shared machine weighs on all alike):
 
   append small    one writer, N appends of 100 rows: latency p50 / p99 per append
   append 1M       one writer, M appends of 1,000,000 rows: latency p50, rows/s
+  append 10M      one append of 10,000,000 rows (a pyarrow Table in memory), in a fresh
+                  process: seconds, and peak RSS (MiB) beside the RSS the input
+                  table left before the call
   W processes     W writer processes (spawn) each doing K appends of 100 rows to one
                   table at once: commits/s (from the moment all are ready), latency
                   p50 / p99, failures; rows checked afterwards
   read 10M        a 10,000,000-row table (10 appends of 1M) read whole into a
-                  pyarrow.Table: median of 3 reads, rows/s
+                  pyarrow.Table: median of 3 reads, rows/s; then the rows with
+                  x < 10 (1%, spread over every page of every file) and with
+                  id < 100000 (1%, clustered in a few row groups), all columns:
+                  median of 3 each
   vectors         1,000,000 rows of a 768-float32 vector (3 GB) appended from a
                   streamed RecordBatchReader in one write, then read whole into
                   pyarrow; each in a fresh process: seconds and peak RSS (MiB), rows
@@ -29,7 +35,7 @@ shared machine weighs on all alike):
                   lance_ray.read_lance, materialized): seconds, rows checked (not
                   delta-rs)
 
-Schema: id bigint not null, val bigint not null, name varchar. With --rounds N each
+Schema: id bigint not null, x bigint not null (id * 7919 mod 1000), v double, name varchar. With --rounds N each
 workload runs N rounds, every system once a round, in turn; each figure printed is the
 median of its rounds. Prints one markdown table (and, with --json PATH, the raw figures
 of every round).
@@ -52,12 +58,25 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 SYSTEMS = ("concord", "lance", "delta")
-SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("val", pa.int64(), nullable=False), pa.field("name", pa.string())])
+SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.int64(), nullable=False),
+        pa.field("x", pa.int64(), nullable=False),
+        pa.field("v", pa.float64()),
+        pa.field("name", pa.string()),
+    ]
+)
+SELECTIVE = "x < 10"  # 1% of the rows, in every file
+CLUSTERED = "id < 100000"  # 1% of the rows, in the first file's first row groups
 
 
 def batch(first: int, n: int) -> pa.Table:
-    ids = pa.array(range(first, first + n), pa.int64())
-    return pa.Table.from_arrays([ids, pc.multiply(ids, 3), pc.cast(ids, pa.string())], schema=SCHEMA)
+    import numpy as np
+
+    ids = np.arange(first, first + n, dtype=np.int64)
+    x = (ids * 7919) % 1000
+    columns = [pa.array(ids), pa.array(x), pa.array(ids * 0.5), pc.cast(pa.array(ids), pa.string())]
+    return pa.Table.from_arrays(columns, schema=SCHEMA)
 
 
 # ---------------------------------------------------------------- the systems
@@ -74,8 +93,8 @@ class Concord:
     def append(self, table: pa.Table) -> None:
         self.t.append(table)
 
-    def read(self) -> pa.Table:
-        return self.t.refresh().to_arrow()
+    def read(self, where=None) -> pa.Table:
+        return self.t.refresh().to_arrow(where=where)
 
 
 class Lance:
@@ -91,8 +110,8 @@ class Lance:
     def append(self, table: pa.Table) -> None:
         self.lance.write_dataset(table, self.uri, mode="append")
 
-    def read(self) -> pa.Table:
-        return self.lance.dataset(self.uri).to_table()
+    def read(self, where=None) -> pa.Table:
+        return self.lance.dataset(self.uri).to_table(filter=where)
 
 
 class Delta:
@@ -108,8 +127,9 @@ class Delta:
     def append(self, table: pa.Table) -> None:
         self.deltalake.write_deltalake(self.uri, table, mode="append")
 
-    def read(self) -> pa.Table:
-        return self.deltalake.DeltaTable(self.uri).to_pyarrow_table()
+    def read(self, where=None) -> pa.Table:
+        filters = {None: None, SELECTIVE: [("x", "<", 10)], CLUSTERED: [("id", "<", 100_000)]}[where]
+        return self.deltalake.DeltaTable(self.uri).to_pyarrow_table(filters=filters)
 
 
 def system(name: str, uri: str, create: bool):
@@ -145,6 +165,30 @@ def single_big(name, root, m):
     tables = [batch(i * 1_000_000, 1_000_000) for i in range(m)]
     lat = timed_appends(s, tables)
     return {"p50_ms": statistics.median(lat) * 1000, "rows_per_s": 1_000_000 / statistics.median(lat)}
+
+
+def huge_phase(name, uri, rows, out):
+    try:
+        s = system(name, uri, True)
+        table = batch(0, rows)
+        before = peak_mib()
+        started = time.perf_counter()
+        s.append(table)
+        out.put({"s": time.perf_counter() - started, "input_mib": before, "peak_mib": peak_mib()})
+    except Exception:  # noqa: BLE001
+        out.put({"error": traceback.format_exc()[-800:]})
+
+
+def single_huge(name, root, rows=10_000_000):
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    proc = ctx.Process(target=huge_phase, args=(name, os.path.join(root, f"{name}-huge"), rows, out))
+    proc.start()
+    result = out.get()
+    proc.join()
+    if "error" in result:
+        raise RuntimeError(result["error"])
+    return result
 
 
 def writer(name, uri, w, k, barrier, results):
@@ -300,7 +344,22 @@ def read_big(name, root, rows):
         assert table.num_rows == rows, (name, table.num_rows)
         del table
     t = statistics.median(times)
-    return {"s": t, "rows_per_s": rows / t}
+    expected = rows // 100
+    filtered = []
+    for _ in range(3):
+        started = time.perf_counter()
+        table = s.read(SELECTIVE)
+        filtered.append(time.perf_counter() - started)
+        assert table.num_rows == expected and table.num_columns == 4, (name, table.num_rows)
+        del table
+    clustered = []
+    for _ in range(3):
+        started = time.perf_counter()
+        table = s.read(CLUSTERED)
+        clustered.append(time.perf_counter() - started)
+        assert table.num_rows == min(rows, 100_000) and table.num_columns == 4, (name, table.num_rows)
+        del table
+    return {"s": t, "rows_per_s": rows / t, "filtered_s": statistics.median(filtered), "clustered_s": statistics.median(clustered)}
 
 
 # ---------------------------------------------------------------- report
@@ -405,7 +464,8 @@ def report(results, args):
                 cells.append(cell(results[s]))
             except (KeyError, TypeError):
                 cells.append("n/a")
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        if any(c != "n/a" for c in cells):  # rows of workloads not run are left out
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
 
     row(
         f"append 100 rows, p50 / p99 ms ({args.small} appends)",
@@ -413,12 +473,19 @@ def report(results, args):
     )
     row(f"append 1M rows, p50 ms ({args.big} appends)", lambda r: fmt(r["big"]["p50_ms"], 0))
     row("append 1M rows, rows/s", lambda r: fmt(r["big"]["rows_per_s"], 0))
+    row("append 10M rows (one call), s", lambda r: fmt(r["huge"]["s"], 2))
+    row(
+        "append 10M rows: peak RSS MiB (input table alone)",
+        lambda r: f"{fmt(r['huge']['peak_mib'], 0)} ({fmt(r['huge']['input_mib'], 0)})",
+    )
     for w in args.writers:
         row(f"{w} processes x {args.appends} appends: commits/s", lambda r, w=w: fmt(r[f"w{w}"]["commits_per_s"]))
         row(f"{w} processes: latency p50 / p99 ms", lambda r, w=w: f"{fmt(r[f'w{w}']['p50_ms'], 0)} / {fmt(r[f'w{w}']['p99_ms'], 0)}")
         row(f"{w} processes: failed appends; all rows present", lambda r, w=w: f"{r[f'w{w}']['failures']}; {fmt(r[f'w{w}']['rows_ok'])}")
     row(f"read {args.read_rows:,} rows into pyarrow, s (median of 3)", lambda r: fmt(r["read"]["s"], 2))
     row("read, M rows/s", lambda r: fmt(r["read"]["rows_per_s"] / 1e6, 1))
+    row(f"read rows with {SELECTIVE} (1%, in every page), all columns, s (median of 3)", lambda r: fmt(r["read"]["filtered_s"], 3))
+    row(f"read rows with {CLUSTERED} (1%, clustered), all columns, s (median of 3)", lambda r: fmt(r["read"]["clustered_s"], 3))
     v = f"{args.vector_rows:,} x {args.vector_dim} float32"
     row(
         f"{v}: append from a stream, s / peak RSS MiB",
@@ -466,7 +533,9 @@ def main():
     p.add_argument("--vector-dim", type=int, default=768)
     p.add_argument("--ray-rows", type=int, default=10_000_000)
     p.add_argument(
-        "--workloads", default="small,big,writers,read,vectors", help="which workloads to run (comma-separated; also: ray, smallfiles)"
+        "--workloads",
+        default="small,big,huge,writers,read,vectors",
+        help="which workloads to run (comma-separated; also: ray, smallfiles)",
     )
     p.add_argument("--rounds", type=int, default=1, help="rounds of each workload (figures: the median of the rounds)")
     p.add_argument("--dir", default=None, help="folder for the tables (default: a temporary folder)")
@@ -481,6 +550,7 @@ def main():
         names = args.systems.split(",")
         wanted = args.workloads.split(",")
         steps = [("small", lambda name: single_small(name, root, args.small)), ("big", lambda name: single_big(name, root, args.big))]
+        steps += [("huge", lambda name: single_huge(name, root))]
         steps += [(f"w{w}", lambda name, w=w: concurrent(name, root, w, args.appends)) for w in args.writers]
         steps += [("read", lambda name: read_big(name, root, args.read_rows))]
         steps += [("vectors", lambda name: vectors(name, root, args.vector_rows, args.vector_dim))]

@@ -45,11 +45,8 @@ fn bounds(t: &ColumnType, arrays: &[&ArrayRef]) -> Option<(String, String)> {
     match t {
         ColumnType::Int => fold(arrays, primitive::<Int32Type>).map(|(a, b)| (a.to_string(), b.to_string())),
         ColumnType::Bigint => fold(arrays, primitive::<Int64Type>).map(|(a, b)| (a.to_string(), b.to_string())),
-        ColumnType::Float => floats(arrays, |a| a.as_primitive::<Float32Type>().iter().map(|v| v.map(f64::from)).collect())
-            .map(|(lo, hi)| (float_text(lo as f32), float_text(hi as f32))),
-        ColumnType::Double => {
-            floats(arrays, |a| a.as_primitive::<Float64Type>().iter().collect()).map(|(lo, hi)| (float_text(lo), float_text(hi)))
-        }
+        ColumnType::Float => floats::<Float32Type>(arrays, f64::from).map(|(lo, hi)| (float_text(lo as f32), float_text(hi as f32))),
+        ColumnType::Double => floats::<Float64Type>(arrays, |v| v).map(|(lo, hi)| (float_text(lo), float_text(hi))),
         ColumnType::Date => fold(arrays, primitive::<Date32Type>).and_then(|(a, b)| Some((date_text(a)?, date_text(b)?))),
         ColumnType::Timestamp => {
             fold(arrays, primitive::<TimestampMicrosecondType>).and_then(|(a, b)| Some((timestamp_text(a)?, timestamp_text(b)?)))
@@ -115,10 +112,10 @@ fn fold<V: PartialOrd>(arrays: &[&ArrayRef], each: impl Fn(&ArrayRef) -> Option<
 
 /// Floats: no bounds if any value is NaN (comparisons order it above everything);
 /// otherwise ordered as the compute kernels order them (`-0 < 0`).
-fn floats(arrays: &[&ArrayRef], values: impl Fn(&ArrayRef) -> Vec<Option<f64>>) -> Option<(f64, f64)> {
+fn floats<T: ArrowPrimitiveType>(arrays: &[&ArrayRef], wide: impl Fn(T::Native) -> f64) -> Option<(f64, f64)> {
     let mut bounds: Option<(f64, f64)> = None;
     for a in arrays {
-        for v in values(a).into_iter().flatten() {
+        for v in a.as_primitive::<T>().iter().flatten().map(&wide) {
             if v.is_nan() {
                 return None;
             }

@@ -5,7 +5,8 @@
 //! or the width of its rows (a 768-float vector is 3 KiB a row: 2^20 of them would be
 //! 3 GiB).
 
-use arrow::array::RecordBatch;
+use arrow::array::{Array, ArrayRef, RecordBatch};
+use arrow::row::{RowConverter, SortField};
 use bytes::Bytes;
 use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnChunk, ArrowRowGroupWriterFactory};
 use parquet::arrow::ArrowWriter;
@@ -230,10 +231,19 @@ fn encode(schema: &Schema, batches: Vec<RecordBatch>, size_hint: usize) -> Resul
                 .set_column_statistics_enabled(leaf.path().clone(), EnabledStatistics::None);
         }
     }
+    // Flat columns whose values hardly repeat (ids, names, measurements): no dictionary.
+    // Parquet writers try one by default and give up only once it outgrows a page, so
+    // every value of a row group is hashed for nothing (a third of an append's time),
+    // and readers then look each value up in it.
+    for &i in &keep {
+        let field = &schema.fields[i];
+        if !field.column_type.is_nested() && !repeats(&batches, i) {
+            props = props.set_column_dictionary_enabled(parquet::schema::types::ColumnPath::from(field.name.as_str()), false);
+        }
+    }
     let fields = keep.iter().map(|&i| schema.fields[i].id).collect();
-    let stats = super::stats::file_stats(&schema.fields, &keep, &batches);
     // Nested columns get their fields' ids (the same arrays, relabelled).
-    let batches = batches
+    let relabelled = batches
         .iter()
         .map(|batch| {
             let columns = keep
@@ -245,8 +255,27 @@ fn encode(schema: &Schema, batches: Vec<RecordBatch>, size_hint: usize) -> Resul
         })
         .collect::<Result<Vec<_>, _>>()
         .map_err(WriteError::encode)?;
-    let writer = ArrowWriter::try_new(Vec::with_capacity(size_hint + (1 << 20)), file_schema.clone(), Some(props.build()))
-        .map_err(WriteError::encode)?;
+    // The statistics are computed beside the encoding (a pure function of the rows:
+    // the file is the same whatever the threads' timing).
+    let (bytes, stats) = std::thread::scope(|scope| {
+        let stats = scope.spawn(|| super::stats::file_stats(&schema.fields, &keep, &batches));
+        let bytes = write_row_groups(&file_schema, props.build(), relabelled, size_hint);
+        (bytes, stats.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+    });
+    Ok((bytes?, fields, stats))
+}
+
+/// A Parquet file of `batches` (conforming to `file_schema`), its row groups encoded
+/// a few at a time, one thread each (as many as the machine has cores), and appended
+/// in order.
+fn write_row_groups(
+    file_schema: &arrow::datatypes::SchemaRef,
+    props: WriterProperties,
+    batches: Vec<RecordBatch>,
+    size_hint: usize,
+) -> Result<Vec<u8>, WriteError> {
+    let writer =
+        ArrowWriter::try_new(Vec::with_capacity(size_hint + (1 << 20)), file_schema.clone(), Some(props)).map_err(WriteError::encode)?;
     let (mut file, factory) = writer.into_serialized_writer().map_err(WriteError::encode)?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut groups = RowGroups { batches: batches.into(), offset: 0 };
@@ -281,7 +310,35 @@ fn encode(schema: &Schema, batches: Vec<RecordBatch>, size_hint: usize) -> Resul
             index += 1;
         }
     }
-    Ok((file.into_inner().map_err(WriteError::encode)?, fields, stats))
+    file.into_inner().map_err(WriteError::encode)
+}
+
+/// Rows sampled to judge whether a column's values repeat.
+const DICTIONARY_SAMPLE_ROWS: usize = 8192;
+
+/// Whether column `i`'s values repeat enough for a dictionary: at most half of the
+/// non-NULL values among the first [`DICTIONARY_SAMPLE_ROWS`] rows are distinct (a
+/// column of few values, such as a category or a small integer, keeps its
+/// dictionary; a column of ids or free text does not).
+fn repeats(batches: &[RecordBatch], i: usize) -> bool {
+    let mut parts: Vec<ArrayRef> = Vec::new();
+    let mut rows = 0;
+    for batch in batches {
+        if rows == DICTIONARY_SAMPLE_ROWS {
+            break;
+        }
+        let take = (DICTIONARY_SAMPLE_ROWS - rows).min(batch.num_rows());
+        parts.push(batch.column(i).slice(0, take));
+        rows += take;
+    }
+    let parts: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
+    let Ok(sample) = arrow::compute::concat(&parts) else { return true };
+    let Ok(converter) = RowConverter::new(vec![SortField::new(sample.data_type().clone())]) else { return true };
+    let Ok(converted) = converter.convert_columns(std::slice::from_ref(&sample)) else { return true };
+    let values = sample.len() - sample.null_count();
+    let distinct: std::collections::HashSet<_> =
+        converted.iter().enumerate().filter(|(k, _)| sample.is_valid(*k)).map(|(_, r)| r).collect();
+    distinct.len() * 2 <= values
 }
 
 /// The column chunks of row group `index`, holding the rows of `slices`.
@@ -331,5 +388,63 @@ impl RowGroups {
             }
         }
         (!group.is_empty()).then_some(group)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::{Int64Array, StringArray};
+    use parquet::basic::Encoding;
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+
+    use super::*;
+
+    /// A column of few values keeps its dictionary; ids and free text are written
+    /// without one (and every value reads back).
+    #[test]
+    fn dictionaries_only_for_columns_whose_values_repeat() {
+        let schema = Schema::parse("id bigint not null, kind varchar, name varchar, x bigint").unwrap();
+        let rows = 100_000i64;
+        let batch = RecordBatch::try_new(
+            schema.arrow_schema(),
+            vec![
+                Arc::new(Int64Array::from_iter_values(0..rows)),
+                Arc::new(StringArray::from_iter_values((0..rows).map(|i| ["a", "b", "c"][(i % 3) as usize]))),
+                Arc::new(StringArray::from_iter_values((0..rows).map(|i| format!("name {i}")))),
+                Arc::new(Int64Array::from_iter((0..rows).map(|i| (i % 7 != 0).then_some(i * 7919 % 1000)))),
+            ],
+        )
+        .unwrap();
+        let (bytes, _, _) = encode(&schema, vec![batch.clone()], 1 << 20).unwrap();
+        let reader = SerializedFileReader::new(Bytes::from(bytes.clone())).unwrap();
+        let row_group = reader.metadata().row_group(0);
+        let dictionary = |c: usize| row_group.column(c).encodings().any(|e| e == Encoding::RLE_DICTIONARY);
+        assert_eq!((0..4).map(dictionary).collect::<Vec<_>>(), [false, true, false, true]);
+        let read = parquet::arrow::arrow_reader::ParquetRecordBatchReader::try_new(Bytes::from(bytes), 1 << 20).unwrap();
+        let read: Vec<RecordBatch> = read.collect::<Result<_, _>>().unwrap();
+        let read = arrow::compute::concat_batches(&read[0].schema(), &read).unwrap();
+        for c in 0..4 {
+            assert_eq!(read.column(c).to_data(), batch.column(c).to_data(), "column {c}");
+        }
+    }
+
+    #[test]
+    fn repeats_counts_distinct_values_of_a_sample_ignoring_nulls() {
+        let batch = |values: Vec<Option<i64>>| {
+            let schema =
+                Arc::new(arrow::datatypes::Schema::new(vec![arrow::datatypes::Field::new("a", arrow::datatypes::DataType::Int64, true)]));
+            RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(values))]).unwrap()
+        };
+        assert!(repeats(&[batch(vec![Some(1), Some(1), None, None, None])], 0));
+        assert!(!repeats(&[batch(vec![Some(1), Some(2), None, None, None])], 0));
+        assert!(repeats(&[batch(vec![None, None])], 0));
+        // The sample spans batches and stops at DICTIONARY_SAMPLE_ROWS rows: unique
+        // values after it do not count.
+        let many = batch(vec![Some(5); DICTIONARY_SAMPLE_ROWS]);
+        let unique = batch((0..DICTIONARY_SAMPLE_ROWS as i64).map(Some).collect());
+        assert!(repeats(&[many.slice(0, 10), many, unique.clone()], 0));
+        assert!(!repeats(&[unique], 0));
     }
 }
