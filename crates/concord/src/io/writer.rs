@@ -202,13 +202,10 @@ fn row_bytes(batch: &RecordBatch) -> usize {
 /// reads back as NULL all the same, and a write that carries no values for a column
 /// does not conflict with a concurrent drop of it.
 ///
-/// Row groups are encoded a few at a time, one thread each (as many as the machine has
-/// cores), and appended in order: the file's bytes are the same whatever the threads'
-/// timing, so a seeded simulation replays exactly.
-///
-/// Memory: each batch is dropped once encoded, and the output is allocated once at
-/// `size_hint` (the batches' Arrow bytes), so the peak stays near one file's bytes plus
-/// one row group per thread.
+/// Memory: the rows are held until the file is encoded (its statistics read them
+/// beside the encoding), and the output is allocated once at `size_hint` (the batches'
+/// Arrow bytes), so the peak stays near twice one file's bytes plus one row group per
+/// thread.
 fn encode(schema: &Schema, batches: Vec<RecordBatch>, size_hint: usize) -> Result<(Vec<u8>, Vec<u32>, Vec<ColumnStats>), WriteError> {
     let mut keep: Vec<usize> = (0..schema.fields.len())
         .filter(|&i| {
@@ -267,7 +264,8 @@ fn encode(schema: &Schema, batches: Vec<RecordBatch>, size_hint: usize) -> Resul
 
 /// A Parquet file of `batches` (conforming to `file_schema`), its row groups encoded
 /// a few at a time, one thread each (as many as the machine has cores), and appended
-/// in order.
+/// in order: the file's bytes are the same whatever the threads' timing, so a seeded
+/// simulation replays exactly.
 fn write_row_groups(
     file_schema: &arrow::datatypes::SchemaRef,
     props: WriterProperties,
