@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, RecordBatchOptions, StringArray};
 use arrow::datatypes::{DataType, Schema as ArrowSchema, SchemaRef};
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use parquet::file::metadata::ParquetMetaDataReader;
 
 use super::cast::{self, sql_type_name, CastFailure, Source};
@@ -490,16 +490,15 @@ fn read_parquet(path: &Path, ctx: &mut Ctx<'_>, sink: &mut Sink<'_>) -> Result<(
     let metadata = guard::catch_panic(|| ArrowReaderMetadata::try_new(Arc::new(metadata), options))
         .map_err(|e| ctx.unparsable(e))?
         .map_err(|e| ctx.unparsable(e))?;
-    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata);
-    ctx.check_types(builder.schema())?;
-    let mut reader = builder.with_batch_size(BATCH_SIZE).build().map_err(|e| ctx.unparsable(e))?;
+    ctx.check_types(metadata.schema())?;
+    let ctx: &Ctx<'_> = ctx;
     let mut first_row = 0;
-    while let Some(batch) = guard::catch_panic(|| reader.next()).map_err(|e| ctx.unparsable(e))? {
-        let batch = batch.map_err(|e| ctx.unparsable(e))?;
+    let mut each = |batch: RecordBatch| {
         sink(ctx.conform(&batch, first_row, &|row| row as u64 + 1)?, ctx)?;
         first_row += batch.num_rows();
-    }
-    Ok(())
+        Ok(())
+    };
+    super::parquet_input::read_batches(&file, &metadata, BATCH_SIZE, &mut each, &|e| ctx.unparsable(e))
 }
 
 #[cfg(test)]

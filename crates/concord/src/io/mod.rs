@@ -15,6 +15,7 @@ pub(crate) mod leaf_stats;
 mod literals;
 pub(crate) mod nested;
 pub(crate) mod page_check;
+mod parquet_input;
 pub(crate) mod predicate;
 pub(crate) mod scan;
 pub(crate) mod stats;
