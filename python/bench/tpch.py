@@ -76,6 +76,28 @@ class Concord:
         return self.concord.sql(q, self.tables)
 
 
+class ConcordCli:
+    """`concord sql` as a whole process per query (start, open the 8 tables, plan, read,
+    write the answer as an Arrow IPC stream, read back here)."""
+
+    name = "concord-cli"
+
+    def __init__(self, root, binary):
+        self.args = [binary, "sql", os.path.join(root, "nation"), "--format", "arrow"]
+        for t in TABLES:
+            self.args += ["--table", f"{t}={os.path.join(root, t)}"]
+
+    def run(self, q):
+        import subprocess
+
+        import pyarrow.ipc
+
+        done = subprocess.run(self.args + [q], capture_output=True, check=False)
+        if done.returncode:
+            raise SystemExit(f"concord sql failed ({done.returncode}): {done.stderr.decode()[-2000:]}")
+        return pyarrow.ipc.open_stream(done.stdout).read_all()
+
+
 class DataFusion:
     name = "datafusion"
 
@@ -136,11 +158,14 @@ def main() -> int:
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--systems", default="concord,datafusion,duckdb")
     p.add_argument("--queries", default="", help="comma-separated query numbers (default: all 22)")
+    p.add_argument("--cli", default="", help="a concord binary: adds the system concord-cli (`concord sql` per query, whole process)")
     args = p.parse_args()
     root = prepare(args.dir, args.sf)
     wanted = {int(n) for n in args.queries.split(",") if n}
     qs = [(n, q) for n, q in queries() if not wanted or n in wanted]
     systems = [{"concord": Concord, "datafusion": DataFusion, "duckdb": DuckDB}[s](root) for s in args.systems.split(",")]
+    if args.cli:
+        systems.append(ConcordCli(root, args.cli))
     times = {s.name: {} for s in systems}
     mismatches = []
     for n, q in qs:
@@ -173,6 +198,20 @@ def main() -> int:
     if ratio:
         cells.append(f"**{sums['concord'] / sums['datafusion']:.2f}x**")
     print("| **sum** | " + " | ".join(cells) + " |")
+    if args.cli and "concord" in names:
+        cli = systems[-1]
+        startup = []
+        cli.run("SELECT 1")
+        for _ in range(max(args.runs, 5)):
+            started = time.perf_counter()
+            cli.run("SELECT 1")
+            startup.append(time.perf_counter() - started)
+        added = {n: times["concord-cli"][n] - times["concord"][n] for n, _ in qs}
+        print(
+            f"\nconcord-cli minus concord in process, per query: median {statistics.median(added.values()) * 1000:.0f} ms, "
+            f"from {min(added.values()) * 1000:.0f} to {max(added.values()) * 1000:.0f} ms; "
+            f"`SELECT 1` through the CLI (start-up, the 8 tables opened): {statistics.median(startup) * 1000:.0f} ms"
+        )
     for n, s in mismatches:
         print(f"ANSWER DIFFERS: q{n}, {s} vs {names[0]}")
     return 1 if mismatches else 0

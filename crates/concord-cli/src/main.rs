@@ -721,7 +721,27 @@ async fn doctor(cx: &Context, uri: &str) -> Result<(), Failure> {
     }
 }
 
+/// glibc hands every freed block over 128 KiB back to the kernel and trims its heaps as
+/// soon as they shrink, so each batch's buffers are faulted in again, page by page.
+/// A command is a short-lived process: it keeps what it frees (blocks up to 32 MiB come
+/// from the heaps, which are trimmed only past 256 MiB free): TPC-H's q6 took 4x fewer
+/// page faults, a 10M-row append 2x fewer. The library sets nothing process-wide (the
+/// Python package leaves its host's allocator alone).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn keep_freed_memory() {
+    // SAFETY: mallopt only sets allocator parameters, here before any other thread
+    // starts; a parameter it refuses stays at its default.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 256 << 20);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn keep_freed_memory() {}
+
 fn main() {
+    keep_freed_memory();
     let cli = Cli::parse();
     let json = cli.command.prints_json();
     if let Some(bad) = cli.storage_options.iter().find(|o| !o.contains('=')) {

@@ -110,41 +110,70 @@ fn racing_upserts_never_duplicate_a_key() {
     });
 }
 
-/// A merge lacking a column (partial) whose key matched two rows when it was prepared,
-/// re-run after an overwrite removed both: the key is inserted once, the missing
-/// column at its default, not twice with the removed rows' values (history seed
-/// 858170 found it under real threads).
-#[tokio::test]
-async fn a_partial_merge_rerun_inserts_a_key_it_had_matched_twice_once() {
-    use concord::arrow::array::Array;
+/// The partial-merge cases' rows: the merges' sources lack `w`.
+type Row = (i64, String, Option<String>);
+
+fn row(id: i64, v: &str, w: Option<&str>) -> Row {
+    (id, v.to_string(), w.map(str::to_string))
+}
+
+fn batch_vw(table: &Table, rows: &[Row]) -> RecordBatch {
+    RecordBatch::try_new(
+        table.schema().arrow_schema(),
+        vec![
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
+            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1.as_str()))),
+            Arc::new(StringArray::from_iter(rows.iter().map(|r| r.2.as_deref()))),
+        ],
+    )
+    .unwrap()
+}
+
+/// A table (id, v, w) holding `rows`, and a merge on `id` of `source`'s (id, v) pairs
+/// (a partial source: no `w`) prepared on it and not yet committed.
+async fn partial_merge(uri: &str, rows: &[Row], source: &[(i64, &str)]) -> (Table, concord::PreparedTransaction) {
     use concord::arrow::datatypes::{DataType, Field, Schema};
     let resolver = StoreResolver::new();
-    let table = create_table(&resolver, "memory://merge-partial", "id bigint not null, v varchar, w varchar").await;
-    let rows = |ids: Vec<i64>, v: Vec<&str>, w: Vec<Option<&str>>| {
-        RecordBatch::try_new(
-            table.schema().arrow_schema(),
-            vec![Arc::new(Int64Array::from(ids)), Arc::new(StringArray::from(v)), Arc::new(StringArray::from(w))],
-        )
-        .unwrap()
-    };
-    let options = CommitOptions::default();
-    table.append(&[rows(vec![97, 97, 1], vec!["a", "b", "c"], vec![Some("x"), Some("y"), Some("z")])], &options).await.unwrap();
+    let table = create_table(&resolver, uri, "id bigint not null, v varchar, w varchar").await;
+    table.append(&[batch_vw(&table, rows)], &CommitOptions::default()).await.unwrap();
     let source_schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false), Field::new("v", DataType::Utf8, true)]));
-    let source =
-        RecordBatch::try_new(source_schema, vec![Arc::new(Int64Array::from(vec![97, 96])), Arc::new(StringArray::from(vec!["V", "N"]))])
-            .unwrap();
+    let source = RecordBatch::try_new(
+        source_schema,
+        vec![
+            Arc::new(Int64Array::from_iter_values(source.iter().map(|p| p.0))),
+            Arc::new(StringArray::from_iter_values(source.iter().map(|p| p.1))),
+        ],
+    )
+    .unwrap();
     let merge = table.prepare(Write::Merge { input: (&[source]).into(), on: vec!["id".to_string()] }).await.unwrap();
-    table.overwrite(&[rows(vec![1], vec!["c"], vec![Some("z")])], None, &options).await.unwrap();
-    let info = table.commit(&merge, &options).await.unwrap();
-    assert!(info.rerun, "the overwrite replaced what the merge matched");
+    (table, merge)
+}
+
+/// Every row of the latest version as (id, v, w), sorted.
+async fn rows_vw(table: &Table) -> Vec<Row> {
+    use concord::arrow::array::Array;
     let mut got = Vec::new();
     for b in all_rows(&table.latest().await.unwrap()).await {
         let (ids, v, w) = (b.column(0).as_primitive::<Int64Type>(), b.column(1).as_string::<i32>(), b.column(2).as_string::<i32>());
         got.extend((0..b.num_rows()).map(|i| (ids.value(i), v.value(i).to_string(), w.is_valid(i).then(|| w.value(i).to_string()))));
     }
     got.sort();
-    let expected = vec![(1, "c".to_string(), Some("z".to_string())), (96, "N".to_string(), None), (97, "V".to_string(), None)];
-    assert_eq!(got, expected);
+    got
+}
+
+/// A merge lacking a column (partial) whose key matched two rows when it was prepared,
+/// re-run after an overwrite removed both: the key is inserted once, the missing
+/// column at its default, not twice with the removed rows' values (history seed
+/// 858170 found it under real threads).
+#[tokio::test]
+async fn a_partial_merge_rerun_inserts_a_key_it_had_matched_twice_once() {
+    let initial = [row(97, "a", Some("x")), row(97, "b", Some("y")), row(1, "c", Some("z"))];
+    let (table, merge) = partial_merge("memory://merge-partial", &initial, &[(97, "V"), (96, "N")]).await;
+    let options = CommitOptions::default();
+    table.overwrite(&[batch_vw(&table, &[row(1, "c", Some("z"))])], None, &options).await.unwrap();
+    let info = table.commit(&merge, &options).await.unwrap();
+    assert!(info.rerun, "the overwrite replaced what the merge matched");
+    assert_eq!(rows_vw(&table).await, [row(1, "c", Some("z")), row(96, "N", None), row(97, "V", None)]);
 }
 
 /// A partial merge whose matched row another writer deleted meanwhile: the re-run finds
@@ -152,38 +181,19 @@ async fn a_partial_merge_rerun_inserts_a_key_it_had_matched_twice_once() {
 /// merge's values).
 #[tokio::test]
 async fn a_partial_merge_rerun_after_a_delete_of_its_match_inserts_the_key_once() {
-    use concord::arrow::array::Array;
-    use concord::arrow::datatypes::{DataType, Field, Schema};
-    let resolver = StoreResolver::new();
-    let table = create_table(&resolver, "memory://merge-partial-delete", "id bigint not null, v varchar, w varchar").await;
-    let rows = |ids: Vec<i64>, v: Vec<&str>, w: Vec<Option<&str>>| {
-        RecordBatch::try_new(
-            table.schema().arrow_schema(),
-            vec![Arc::new(Int64Array::from(ids)), Arc::new(StringArray::from(v)), Arc::new(StringArray::from(w))],
-        )
-        .unwrap()
-    };
+    let initial = [row(97, "a", Some("x")), row(1, "c", Some("z"))];
+    let (table, merge) = partial_merge("memory://merge-partial-delete", &initial, &[(97, "V")]).await;
     let options = CommitOptions::default();
-    table.append(&[rows(vec![97, 1], vec!["a", "c"], vec![Some("x"), Some("z")])], &options).await.unwrap();
-    let source_schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false), Field::new("v", DataType::Utf8, true)]));
-    let source =
-        RecordBatch::try_new(source_schema, vec![Arc::new(Int64Array::from(vec![97])), Arc::new(StringArray::from(vec!["V"]))]).unwrap();
-    let merge = table.prepare(Write::Merge { input: (&[source]).into(), on: vec!["id".to_string()] }).await.unwrap();
     table.delete("id = 97", &options).await.unwrap();
     let outcome = table.commit(&merge, &options).await;
-    let mut got = Vec::new();
-    for b in all_rows(&table.latest().await.unwrap()).await {
-        let (ids, v, w) = (b.column(0).as_primitive::<Int64Type>(), b.column(1).as_string::<i32>(), b.column(2).as_string::<i32>());
-        got.extend((0..b.num_rows()).map(|i| (ids.value(i), v.value(i).to_string(), w.is_valid(i).then(|| w.value(i).to_string()))));
-    }
-    got.sort();
+    let got = rows_vw(&table).await;
     match outcome {
         // Re-run: the key is gone, so it is inserted, once, at the default.
-        Ok(_) => assert_eq!(got, vec![(1, "c".to_string(), Some("z".to_string())), (97, "V".to_string(), None)]),
+        Ok(_) => assert_eq!(got, [row(1, "c", Some("z")), row(97, "V", None)]),
         // Or refused as incompatible: then the delete stands alone.
         Err(e) => {
             assert!(matches!(e.kind(), concord::ErrorKind::Incompatible { .. }), "{e}");
-            assert_eq!(got, vec![(1, "c".to_string(), Some("z".to_string()))]);
+            assert_eq!(got, [row(1, "c", Some("z"))]);
         }
     }
 }
@@ -192,37 +202,18 @@ async fn a_partial_merge_rerun_after_a_delete_of_its_match_inserts_the_key_once(
 /// key, with the merge's value of its column and the update's of the other.
 #[tokio::test]
 async fn a_partial_merge_rerun_after_an_update_of_its_match_leaves_one_row() {
-    use concord::arrow::array::Array;
-    use concord::arrow::datatypes::{DataType, Field, Schema};
-    let resolver = StoreResolver::new();
-    let table = create_table(&resolver, "memory://merge-partial-update", "id bigint not null, v varchar, w varchar").await;
-    let rows = |ids: Vec<i64>, v: Vec<&str>, w: Vec<Option<&str>>| {
-        RecordBatch::try_new(
-            table.schema().arrow_schema(),
-            vec![Arc::new(Int64Array::from(ids)), Arc::new(StringArray::from(v)), Arc::new(StringArray::from(w))],
-        )
-        .unwrap()
-    };
+    let initial = [row(97, "a", Some("x")), row(1, "c", Some("z"))];
+    let (table, merge) = partial_merge("memory://merge-partial-update", &initial, &[(97, "V")]).await;
     let options = CommitOptions::default();
-    table.append(&[rows(vec![97, 1], vec!["a", "c"], vec![Some("x"), Some("z")])], &options).await.unwrap();
-    let source_schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false), Field::new("v", DataType::Utf8, true)]));
-    let source =
-        RecordBatch::try_new(source_schema, vec![Arc::new(Int64Array::from(vec![97])), Arc::new(StringArray::from(vec!["V"]))]).unwrap();
-    let merge = table.prepare(Write::Merge { input: (&[source]).into(), on: vec!["id".to_string()] }).await.unwrap();
     let set = [concord::Assignment { column: "w".into(), expr: "'W'".into() }];
     table.update(&set, Some("id = 97"), &options).await.unwrap();
     let outcome = table.commit(&merge, &options).await;
-    let mut got = Vec::new();
-    for b in all_rows(&table.latest().await.unwrap()).await {
-        let (ids, v, w) = (b.column(0).as_primitive::<Int64Type>(), b.column(1).as_string::<i32>(), b.column(2).as_string::<i32>());
-        got.extend((0..b.num_rows()).map(|i| (ids.value(i), v.value(i).to_string(), w.is_valid(i).then(|| w.value(i).to_string()))));
-    }
-    got.sort();
+    let got = rows_vw(&table).await;
     match outcome {
-        Ok(_) => assert_eq!(got, vec![(1, "c".to_string(), Some("z".to_string())), (97, "V".to_string(), Some("W".to_string()))]),
+        Ok(_) => assert_eq!(got, [row(1, "c", Some("z")), row(97, "V", Some("W"))]),
         Err(e) => {
             assert!(matches!(e.kind(), concord::ErrorKind::Incompatible { .. }), "{e}");
-            assert_eq!(got, vec![(1, "c".to_string(), Some("z".to_string())), (97, "a".to_string(), Some("W".to_string()))]);
+            assert_eq!(got, [row(1, "c", Some("z")), row(97, "a", Some("W"))]);
         }
     }
 }
