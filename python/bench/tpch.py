@@ -21,10 +21,12 @@ import glob
 import math
 import os
 import statistics
+import subprocess
 import sys
 import time
 
 import pyarrow as pa
+import pyarrow.ipc
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tpch_load  # noqa: E402
@@ -88,10 +90,6 @@ class ConcordCli:
             self.args += ["--table", f"{t}={os.path.join(root, t)}"]
 
     def run(self, q):
-        import subprocess
-
-        import pyarrow.ipc
-
         done = subprocess.run(self.args + [q], capture_output=True, check=False)
         if done.returncode:
             raise SystemExit(f"concord sql failed ({done.returncode}): {done.stderr.decode()[-2000:]}")
