@@ -437,6 +437,22 @@ mod tests {
 
     use super::*;
 
+    /// `batch` encoded as one file, read back and compared column by column; the
+    /// encodings of each column of its first row group.
+    fn round_trip(schema: &Schema, batch: &RecordBatch) -> Vec<Vec<Encoding>> {
+        let (bytes, _, _) = encode(schema, vec![batch.clone()], 1 << 20).unwrap();
+        let reader = SerializedFileReader::new(Bytes::from(bytes.clone())).unwrap();
+        let row_group = reader.metadata().row_group(0);
+        let encodings = row_group.columns().iter().map(|c| c.encodings().collect()).collect();
+        let read = parquet::arrow::arrow_reader::ParquetRecordBatchReader::try_new(Bytes::from(bytes), 1 << 20).unwrap();
+        let read: Vec<RecordBatch> = read.collect::<Result<_, _>>().unwrap();
+        let read = arrow::compute::concat_batches(&read[0].schema(), &read).unwrap();
+        for c in 0..batch.num_columns() {
+            assert_eq!(read.column(c).to_data(), batch.column(c).to_data(), "column {c}");
+        }
+        encodings
+    }
+
     /// A column of few values keeps its dictionary; ids and free text are written
     /// without one, sequential ids delta-encoded (and every value reads back).
     #[test]
@@ -453,20 +469,14 @@ mod tests {
             ],
         )
         .unwrap();
-        let (bytes, _, _) = encode(&schema, vec![batch.clone()], 1 << 20).unwrap();
-        let reader = SerializedFileReader::new(Bytes::from(bytes.clone())).unwrap();
-        let row_group = reader.metadata().row_group(0);
-        let dictionary = |c: usize| row_group.column(c).encodings().any(|e| e == Encoding::RLE_DICTIONARY);
-        assert_eq!((0..4).map(dictionary).collect::<Vec<_>>(), [false, true, false, true]);
+        let encodings = round_trip(&schema, &batch);
+        let dictionary: Vec<bool> = encodings.iter().map(|e| e.contains(&Encoding::RLE_DICTIONARY)).collect();
+        assert_eq!(dictionary, [false, true, false, true]);
         // The sequential ids are delta-encoded: a few bytes a page.
-        assert!(row_group.column(0).encodings().any(|e| e == Encoding::DELTA_BINARY_PACKED));
-        assert!(row_group.column(0).compressed_size() < 4096, "{}", row_group.column(0).compressed_size());
-        let read = parquet::arrow::arrow_reader::ParquetRecordBatchReader::try_new(Bytes::from(bytes), 1 << 20).unwrap();
-        let read: Vec<RecordBatch> = read.collect::<Result<_, _>>().unwrap();
-        let read = arrow::compute::concat_batches(&read[0].schema(), &read).unwrap();
-        for c in 0..4 {
-            assert_eq!(read.column(c).to_data(), batch.column(c).to_data(), "column {c}");
-        }
+        assert!(encodings[0].contains(&Encoding::DELTA_BINARY_PACKED));
+        let (bytes, _, _) = encode(&schema, vec![batch], 1 << 20).unwrap();
+        let size = SerializedFileReader::new(Bytes::from(bytes)).unwrap().metadata().row_group(0).column(0).compressed_size();
+        assert!(size < 4096, "{size}");
     }
 
     #[test]
@@ -487,6 +497,40 @@ mod tests {
         assert_eq!(sampled.len(), SAMPLE_ROWS);
         assert!(repeats(&sampled));
         assert!(!repeats(&sample(&[unique], 0).unwrap()));
+    }
+
+    /// Delta-encoded columns of every integer and temporal type read back as written,
+    /// at the ends of their ranges too (unsigned values past the signed maximum).
+    #[test]
+    fn delta_encoded_columns_read_back_unchanged() {
+        use arrow::array::{
+            Date32Array, Int16Array, Int32Array, Int8Array, Time64MicrosecondArray, TimestampMicrosecondArray, UInt16Array, UInt32Array,
+            UInt64Array, UInt8Array,
+        };
+        let schema = Schema::parse(
+            "a tinyint, b smallint, c int, d bigint, e utinyint, f usmallint, g uint, h ubigint, i date, j time, k timestamp, l timestamp_ntz",
+        )
+        .unwrap();
+        let rows = 20_000i64;
+        let at = |base: i64, i: i64| base + i * 3 + i % 2;
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int8Array::from_iter_values((0..rows).map(|i| [i8::MIN, i8::MAX][(i % 2) as usize]))),
+            Arc::new(Int16Array::from_iter_values((0..rows).map(|i| i16::MIN + (i % 100) as i16))),
+            Arc::new(Int32Array::from_iter_values((0..rows).map(|i| i32::MAX - 4 * i as i32))),
+            Arc::new(Int64Array::from_iter((0..rows).map(|i| (i % 5 != 0).then_some(at(i64::MIN, i))))),
+            Arc::new(UInt8Array::from_iter_values((0..rows).map(|i| u8::MAX - (i % 7) as u8))),
+            Arc::new(UInt16Array::from_iter_values((0..rows).map(|i| u16::MAX - (i % 300) as u16))),
+            Arc::new(UInt32Array::from_iter_values((0..rows).map(|i| u32::MAX - 2 * i as u32))),
+            Arc::new(UInt64Array::from_iter_values((0..rows).map(|i| u64::MAX - 3 * i as u64))),
+            Arc::new(Date32Array::from_iter_values((0..rows).map(|i| -719_162 + i as i32))),
+            Arc::new(Time64MicrosecondArray::from_iter_values((0..rows).map(|i| at(0, i) * 1_000_000 % 86_400_000_000))),
+            Arc::new(TimestampMicrosecondArray::from_iter_values((0..rows).map(|i| at(1_700_000_000_000_000, i))).with_timezone("UTC")),
+            Arc::new(TimestampMicrosecondArray::from_iter_values((0..rows).map(|i| at(-62_135_596_800_000_000, i)))),
+        ];
+        let batch = RecordBatch::try_new(schema.arrow_schema(), columns).unwrap();
+        let delta: Vec<bool> = round_trip(&schema, &batch).iter().map(|e| e.contains(&Encoding::DELTA_BINARY_PACKED)).collect();
+        // The 8-bit columns and the small-range 16-bit ones repeat: dictionaries.
+        assert_eq!(delta, [false, false, true, true, false, false, true, true, true, true, true, true]);
     }
 
     #[test]
