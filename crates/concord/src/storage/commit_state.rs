@@ -6,6 +6,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
+
 use super::table_store::NEWEST_FRESH_FOR;
 use crate::format::manifest::Manifest;
 
@@ -73,6 +75,19 @@ impl CommitState {
         *self.last_announcements.lock().unwrap_or_else(|e| e.into_inner()) = Some(now);
     }
 
+    /// Records a line seen in `manifest` by a handle that has not raced yet (a new
+    /// process): writers wait in line for this table if the version carried other
+    /// writers' transactions and was made (by its `timestamp`, another machine's clock)
+    /// within the recent window of `wall_now`. Advisory, as all of this state: a
+    /// skewed clock only decides whether a newcomer waits in line or races.
+    pub(crate) fn saw_start(&self, manifest: &Manifest, wall_now: DateTime<Utc>, now: Duration) {
+        let carried = manifest.transactions.iter().any(|t| t.carried_by.is_some());
+        let age = (wall_now - manifest.timestamp).to_std().unwrap_or_default();
+        if carried && self.attempt_latency().is_none() && age < self.recent_for() {
+            self.saw_announcements(now);
+        }
+    }
+
     /// Whether this handle found other writers' announcements recently (see
     /// [`CommitState::recent_for`]) before `now` (monotonic).
     pub(crate) fn recent_announcements(&self, now: Duration) -> bool {
@@ -114,5 +129,64 @@ impl CommitState {
     /// The newest version this handle knows of, however old that knowledge.
     pub(crate) fn newest_known(&self) -> Option<Arc<Manifest>> {
         self.newest.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(|(m, _)| m.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::manifest::{Operation, TransactionRecord};
+    use crate::format::schema::Schema;
+
+    fn version(made: DateTime<Utc>, carried: bool) -> Manifest {
+        let record = |carried_by| TransactionRecord {
+            id: uuid::Uuid::new_v4(),
+            read_version: Some(4),
+            operation: Operation::Append { fragments: vec![] },
+            attempts: 1,
+            rebased_over: vec![],
+            rerun: false,
+            rows_deleted: 0,
+            idempotency_key: None,
+            job_idempotency_key: None,
+            carried_by,
+        };
+        let owner = record(None);
+        let carried = carried.then(|| record(Some(owner.id)));
+        Manifest {
+            format_version: 1,
+            version: 5,
+            parent_version: Some(4),
+            timestamp: made,
+            transactions: std::iter::once(owner).chain(carried).collect(),
+            schema: Schema::parse("id bigint not null").unwrap(),
+            segments: vec![],
+            next_fragment_id: 1,
+            properties: Default::default(),
+        }
+    }
+
+    /// A new handle waits in line when the version it starts from carried others
+    /// within the last second; not for an older or an uncarried version, nor once the
+    /// handle has raced (it then knows better: its own losses and listings).
+    #[test]
+    fn a_new_handle_learns_of_a_line_from_a_recent_carrying_version() {
+        let wall = Utc::now();
+        let now = Duration::from_secs(100);
+        let seen = |made: DateTime<Utc>, carried: bool, raced: bool| {
+            let state = CommitState::default();
+            if raced {
+                state.saw_attempt(Duration::from_millis(20));
+            }
+            state.saw_start(&version(made, carried), wall, now);
+            state.recent_announcements(now)
+        };
+        let ago = |ms| wall - chrono::TimeDelta::milliseconds(ms);
+        assert!(seen(ago(300), true, false));
+        // Another machine's clock a little ahead.
+        assert!(seen(wall + chrono::TimeDelta::milliseconds(50), true, false));
+        assert!(!seen(ago(1500), true, false));
+        assert!(!seen(ago(300), false, false));
+        assert!(!seen(ago(300), true, true));
     }
 }

@@ -188,9 +188,11 @@ async fn commit_rounds(
         if first_round {
             first_round = false;
             // A newcomer to a contended table (its handle lost a race, or found
-            // announcements, recently) lets the writers already waiting go first:
+            // announcements, recently; a new handle: its first version carried others,
+            // recently) lets the writers already waiting go first:
             // announced at once, it waits in line (below); else it pauses.
             let now = env.clock.monotonic();
+            store.commits.saw_start(&base, env.clock.now(), now);
             let crowded = store.commits.recent_contention(now).is_some() || store.commits.recent_announcements(now);
             if crowded && announces && cooperate::enabled(&base) {
                 let retry = &members[0].opts.retry;

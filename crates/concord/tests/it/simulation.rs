@@ -6,7 +6,9 @@
 //!
 //! Half the writers share one table handle (tasks of one process: their commits may
 //! share a version), the others have their own (processes: their appends may be
-//! announced and carried by another's commit, cooperative commits). In some runs one
+//! announced and carried by another's commit, cooperative commits), in half the runs
+//! a new one for each operation (CLI processes, which learn of a line from the version
+//! they start from). In some runs one
 //! writer has a tight budget (2 attempts: it withdraws what it announced) and one
 //! crashes (its task is aborted at a random point: its operation in flight may or may
 //! not have committed). Each run checks: one chain of versions; every acknowledged
@@ -227,8 +229,35 @@ type Outcomes = Vec<(u64, std::result::Result<u64, String>)>;
 
 /// Runs `ops` operations of writer `w`, recording each outcome in `out` as it goes (an
 /// operation in flight is "unknown" until it returns: what a crash leaves).
-async fn writer_into(table: Table, seed: u64, w: u64, ops: u64, max_attempts: u32, out: Arc<Mutex<Outcomes>>) {
+/// A writer's table handle: one for all its operations, or a new one opened for each
+/// (a process per operation, as the CLI: it knows nothing of the table's contention).
+enum Handle {
+    Kept(Table),
+    PerOperation(TableLocation, Env),
+}
+
+async fn writer_into(handle: Handle, seed: u64, w: u64, ops: u64, max_attempts: u32, out: Arc<Mutex<Outcomes>>) {
     for index in 0..ops {
+        let table = match &handle {
+            Handle::Kept(table) => table.clone(),
+            Handle::PerOperation(location, env) => {
+                let mut opened = Table::open(location.clone(), env.clone()).await;
+                for _ in 0..20 {
+                    if opened.is_ok() {
+                        break;
+                    }
+                    opened = Table::open(location.clone(), env.clone()).await;
+                }
+                match opened {
+                    Ok(table) => table,
+                    // Nothing was tried: the operation definitely did not commit.
+                    Err(e) => {
+                        out.lock().unwrap().push((index, Err(format!("open: {e}"))));
+                        continue;
+                    }
+                }
+            }
+        };
         let op = plan(seed, w, index);
         out.lock().unwrap().push((index, Err("unknown".to_string())));
         let retry = RetryPolicy { max_attempts, ..RetryPolicy::default() };
@@ -259,7 +288,7 @@ async fn writer_into(table: Table, seed: u64, w: u64, ops: u64, max_attempts: u3
 
 async fn writer(table: Table, seed: u64, w: u64, ops: u64) -> Outcomes {
     let out = Arc::new(Mutex::new(Vec::new()));
-    writer_into(table, seed, w, ops, 6, out.clone()).await;
+    writer_into(Handle::Kept(table), seed, w, ops, 6, out.clone()).await;
     Arc::try_unwrap(out).expect("the writer is done").into_inner().unwrap()
 }
 
@@ -393,13 +422,17 @@ fn simulate(seed: u64) -> std::result::Result<Seen, String> {
         let writers = 2 + seed % 3;
         let ops = 3;
         // Even writers share one handle (as tasks of one process: their commits may
-        // share versions); odd ones have their own (as processes).
+        // share versions); odd ones have their own (as processes), in half the runs a
+        // new one for each operation (as CLI processes).
+        let per_operation = seed % 2 == 1;
         let mut handles = Vec::new();
         for w in 0..writers {
             handles.push(if w % 2 == 0 {
-                table.clone()
+                Handle::Kept(table.clone())
+            } else if per_operation {
+                Handle::PerOperation(location.clone(), env.clone())
             } else {
-                Table::open(location.clone(), env.clone()).await.map_err(|e| e.to_string())?
+                Handle::Kept(Table::open(location.clone(), env.clone()).await.map_err(|e| e.to_string())?)
             });
         }
         store.on.store(true, Ordering::SeqCst);
