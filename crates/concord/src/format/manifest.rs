@@ -649,6 +649,37 @@ impl TryFrom<ManifestOnDisk> for Manifest {
     }
 }
 
+#[cfg(test)]
+impl Manifest {
+    /// Version 5 on version 4, made at `timestamp`, of `transactions` (each read at
+    /// version 4, one attempt), with no data: for tests of rules over versions.
+    pub(crate) fn test_version(timestamp: DateTime<Utc>, schema: Schema, transactions: Vec<(Operation, Option<Uuid>)>) -> Manifest {
+        let record = |(operation, carried_by)| TransactionRecord {
+            id: Uuid::new_v4(),
+            read_version: Some(4),
+            operation,
+            attempts: 1,
+            rebased_over: vec![],
+            rerun: false,
+            rows_deleted: 0,
+            idempotency_key: None,
+            job_idempotency_key: None,
+            carried_by,
+        };
+        Manifest {
+            format_version: 1,
+            version: 5,
+            parent_version: Some(4),
+            timestamp,
+            transactions: transactions.into_iter().map(record).collect(),
+            schema,
+            segments: vec![],
+            next_fragment_id: 12,
+            properties: Default::default(),
+        }
+    }
+}
+
 impl Manifest {
     /// The version's first transaction (its only one, unless the version is shared).
     pub fn transaction(&self) -> &TransactionRecord {

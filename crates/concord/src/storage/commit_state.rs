@@ -135,35 +135,14 @@ impl CommitState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::manifest::{Operation, TransactionRecord};
+    use crate::format::manifest::Operation;
     use crate::format::schema::Schema;
 
     fn version(made: DateTime<Utc>, carried: bool) -> Manifest {
-        let record = |carried_by| TransactionRecord {
-            id: uuid::Uuid::new_v4(),
-            read_version: Some(4),
-            operation: Operation::Append { fragments: vec![] },
-            attempts: 1,
-            rebased_over: vec![],
-            rerun: false,
-            rows_deleted: 0,
-            idempotency_key: None,
-            job_idempotency_key: None,
-            carried_by,
-        };
-        let owner = record(None);
-        let carried = carried.then(|| record(Some(owner.id)));
-        Manifest {
-            format_version: 1,
-            version: 5,
-            parent_version: Some(4),
-            timestamp: made,
-            transactions: std::iter::once(owner).chain(carried).collect(),
-            schema: Schema::parse("id bigint not null").unwrap(),
-            segments: vec![],
-            next_fragment_id: 1,
-            properties: Default::default(),
-        }
+        let append = || Operation::Append { fragments: vec![] };
+        let carried = carried.then(|| (append(), Some(uuid::Uuid::nil())));
+        let transactions = std::iter::once((append(), None)).chain(carried).collect();
+        Manifest::test_version(made, Schema::parse("id bigint not null").unwrap(), transactions)
     }
 
     /// A new handle waits in line when the version it starts from carried others

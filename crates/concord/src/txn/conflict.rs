@@ -393,28 +393,7 @@ mod tests {
     }
 
     fn manifest_of(operation: Operation) -> Manifest {
-        Manifest {
-            format_version: 1,
-            version: 5,
-            parent_version: Some(4),
-            timestamp: chrono::Utc::now(),
-            transactions: vec![crate::format::manifest::TransactionRecord {
-                id: uuid::Uuid::nil(),
-                read_version: Some(4),
-                operation,
-                attempts: 1,
-                rebased_over: vec![],
-                rerun: false,
-                rows_deleted: 0,
-                idempotency_key: None,
-                job_idempotency_key: None,
-                carried_by: None,
-            }],
-            schema: schema("id bigint not null, name varchar"),
-            segments: vec![],
-            next_fragment_id: 12,
-            properties: Default::default(),
-        }
+        Manifest::test_version(chrono::Utc::now(), schema("id bigint not null, name varchar"), vec![(operation, None)])
     }
 
     /// Row "delete" of the contract's matrix, both isolation levels.
