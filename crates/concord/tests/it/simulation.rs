@@ -227,8 +227,6 @@ async fn execute(table: &Table, op: &Op, options: &CommitOptions) -> std::result
 /// an outcome it never learned (also the operation a crash interrupted).
 type Outcomes = Vec<(u64, std::result::Result<u64, String>)>;
 
-/// Runs `ops` operations of writer `w`, recording each outcome in `out` as it goes (an
-/// operation in flight is "unknown" until it returns: what a crash leaves).
 /// A writer's table handle: one for all its operations, or a new one opened for each
 /// (a process per operation, as the CLI: it knows nothing of the table's contention).
 enum Handle {
@@ -236,13 +234,16 @@ enum Handle {
     PerOperation(TableLocation, Env),
 }
 
+/// Runs `ops` operations of writer `w`, recording each outcome in `out` as it goes (an
+/// operation in flight is "unknown" until it returns: what a crash leaves).
 async fn writer_into(handle: Handle, seed: u64, w: u64, ops: u64, max_attempts: u32, out: Arc<Mutex<Outcomes>>) {
     for index in 0..ops {
         let table = match &handle {
             Handle::Kept(table) => table.clone(),
             Handle::PerOperation(location, env) => {
+                // Opening reads the store too (faults included): up to 20 tries.
                 let mut opened = Table::open(location.clone(), env.clone()).await;
-                for _ in 0..20 {
+                for _ in 1..20 {
                     if opened.is_ok() {
                         break;
                     }
