@@ -8,7 +8,7 @@
 //! reader's, whatever the threads' timing.
 
 use std::fs::File;
-use std::io::Read;
+use std::io::{BufReader, Read};
 use std::sync::{mpsc, Arc};
 
 use bytes::Bytes;
@@ -114,15 +114,23 @@ impl Length for Positioned {
 }
 
 impl ChunkReader for Positioned {
-    type T = PositionedRead;
+    /// Buffered: the decoder reads a page header (the only thing it reads this way)
+    /// a byte or two at a time.
+    type T = BufReader<PositionedRead>;
 
-    fn get_read(&self, start: u64) -> parquet::errors::Result<PositionedRead> {
-        Ok(PositionedRead { file: self.file.clone(), at: start })
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        Ok(BufReader::new(PositionedRead { file: self.file.clone(), at: start }))
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
-        let mut buffer = vec![0; length];
-        PositionedRead { file: self.file.clone(), at: start }.read_exact(&mut buffer).map_err(|e| ParquetError::External(Box::new(e)))?;
+        let mut buffer = Vec::with_capacity(length);
+        let read = PositionedRead { file: self.file.clone(), at: start }
+            .take(length as u64)
+            .read_to_end(&mut buffer)
+            .map_err(|e| ParquetError::External(Box::new(e)))?;
+        if read != length {
+            return Err(ParquetError::EOF(format!("expected {length} bytes at {start}, read {read}")));
+        }
         Ok(buffer.into())
     }
 }
