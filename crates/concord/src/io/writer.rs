@@ -244,6 +244,8 @@ fn encode(schema: &Schema, batches: Vec<RecordBatch>, size_hint: usize) -> Resul
                 props = props.set_column_dictionary_enabled(path.clone(), false);
                 if narrow_steps(&sample) {
                     props = props.set_column_encoding(path, Encoding::DELTA_BINARY_PACKED);
+                } else if !compresses(&sample) {
+                    props = props.set_column_compression(path, Compression::UNCOMPRESSED);
                 }
             }
         }
@@ -350,6 +352,45 @@ fn repeats(sample: &ArrayRef) -> bool {
     let distinct: std::collections::HashSet<_> =
         converted.iter().enumerate().filter(|(k, _)| sample.is_valid(*k)).map(|(_, r)| r).collect();
     distinct.len() * 2 <= values
+}
+
+/// Whether snappy saves at least an eighth of the bytes of a plain-encoded column of
+/// these values (judged on the sample's value bytes). Measurements and random ids
+/// hardly compress: written uncompressed, they cost no compression to write and no
+/// decompression to read, for at most an eighth more bytes. Types other than flat
+/// values of fixed width or text and binary are always compressed.
+fn compresses(sample: &ArrayRef) -> bool {
+    use arrow::array::AsArray;
+    use arrow::datatypes::DataType::*;
+    fn text<T: arrow::datatypes::ByteArrayType>(a: &arrow::array::GenericByteArray<T>) -> &[u8] {
+        use arrow::datatypes::ArrowNativeType as _;
+        let offsets = a.value_offsets();
+        &a.values()[offsets[0].as_usize()..offsets[offsets.len() - 1].as_usize()]
+    }
+    let data = sample.to_data();
+    let fixed = |width: usize| &data.buffers()[0].as_slice()[data.offset() * width..(data.offset() + data.len()) * width];
+    let values: &[u8] = match sample.data_type() {
+        t if t.is_primitive() => fixed(t.primitive_width().expect("a primitive's width")),
+        FixedSizeBinary(width) => fixed(usize::try_from(*width).unwrap_or(0)),
+        Utf8 => text(sample.as_string::<i32>()),
+        LargeUtf8 => text(sample.as_string::<i64>()),
+        Binary => text(sample.as_binary::<i32>()),
+        LargeBinary => text(sample.as_binary::<i64>()),
+        _ => return true,
+    };
+    compresses_bytes(values)
+}
+
+/// See [`compresses`].
+fn compresses_bytes(values: &[u8]) -> bool {
+    if values.len() < 1024 {
+        return true;
+    }
+    let mut out = vec![0; snap::raw::max_compress_len(values.len())];
+    match snap::raw::Encoder::new().compress(values, &mut out) {
+        Ok(n) => n * 8 <= values.len() * 7,
+        Err(_) => true,
+    }
 }
 
 /// Whether an integer column (or a date, time or timestamp, stored as one) steps by
@@ -479,6 +520,40 @@ mod tests {
         // The sequential ids are delta-encoded: a few bytes a page.
         assert!(uses(&chunks[0], Encoding::DELTA_BINARY_PACKED));
         assert!(chunks[0].compressed_size() < 4096, "{}", chunks[0].compressed_size());
+    }
+
+    /// Columns snappy hardly shrinks (random measurements, hashed ids, random bytes)
+    /// are written uncompressed; text that repeats itself is compressed; every value
+    /// reads back.
+    #[test]
+    fn columns_are_compressed_only_where_it_pays() {
+        use arrow::array::{BinaryArray, Float64Array};
+        use parquet::basic::Compression;
+        let schema = Schema::parse("v double, h bigint, b blob, name varchar, kind varchar").unwrap();
+        let rows = 50_000u64;
+        let mix = |i: u64| i.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17) ^ 0xD1B5_4A32_D192_ED03;
+        let batch = RecordBatch::try_new(
+            schema.arrow_schema(),
+            vec![
+                Arc::new(Float64Array::from_iter_values((0..rows).map(|i| (mix(i) >> 11) as f64 / (1u64 << 53) as f64))),
+                Arc::new(Int64Array::from_iter_values((0..rows).map(|i| mix(i) as i64))),
+                Arc::new(BinaryArray::from_iter_values((0..rows).map(|i| mix(i).to_le_bytes()))),
+                Arc::new(StringArray::from_iter_values((0..rows).map(|i| format!("customer name {i}")))),
+                Arc::new(StringArray::from_iter_values((0..rows).map(|i| ["a", "b", "c"][(i % 3) as usize]))),
+            ],
+        )
+        .unwrap();
+        let compressions: Vec<Compression> = round_trip(&schema, &batch).iter().map(|c| c.compression()).collect();
+        assert_eq!(
+            compressions,
+            [Compression::UNCOMPRESSED, Compression::UNCOMPRESSED, Compression::UNCOMPRESSED, Compression::SNAPPY, Compression::SNAPPY]
+        );
+        // Small samples are not judged: compressed.
+        assert!(compresses(&(Arc::new(Int64Array::from_iter_values((0..100).map(|i| mix(i) as i64))) as ArrayRef)));
+        // A slice is judged on its own values, not its whole buffer.
+        let halves: ArrayRef = Arc::new(Int64Array::from_iter_values((0..20_000u64).map(|i| if i < 10_000 { 7 } else { mix(i) as i64 })));
+        assert!(compresses(&halves.slice(0, 10_000)));
+        assert!(!compresses(&halves.slice(10_000, 10_000)));
     }
 
     #[test]
