@@ -219,13 +219,21 @@ fn encode(schema: &Schema, batches: Vec<RecordBatch>, size_hint: usize) -> Resul
     let file_schema = std::sync::Arc::new(schema.arrow_schema_with_field_ids().project(&keep).map_err(WriteError::encode)?);
     let mut props = WriterProperties::builder().set_compression(Compression::SNAPPY).set_statistics_enabled(EnabledStatistics::Page);
     // Floats inside lists and vectors (embeddings): no dictionary (their values hardly
-    // repeat: hashing them is wasted) and no statistics (nothing prunes on elements).
+    // repeat: hashing them is wasted) and no statistics (nothing prunes on elements);
+    // those of a list or vector column that snappy hardly shrinks, no compression.
     let parquet_schema = parquet::arrow::ArrowSchemaConverter::new().convert(&file_schema).map_err(WriteError::encode)?;
     for leaf in parquet_schema.columns() {
         if leaf.max_rep_level() > 0 && matches!(leaf.physical_type(), parquet::basic::Type::FLOAT | parquet::basic::Type::DOUBLE) {
             props = props
                 .set_column_dictionary_enabled(leaf.path().clone(), false)
                 .set_column_statistics_enabled(leaf.path().clone(), EnabledStatistics::None);
+            // Judged on the first batch's rows (their first bytes: see `compresses`).
+            let column = schema.fields.iter().position(|f| leaf.path().parts().first() == Some(&f.name));
+            let first = column.and_then(|i| batches.first().map(|b| b.column(i).slice(0, b.num_rows().min(SAMPLE_ROWS))));
+            let elements = first.and_then(|rows| elements(&rows));
+            if elements.is_some_and(|e| !compresses(&e)) {
+                props = props.set_column_compression(leaf.path().clone(), Compression::UNCOMPRESSED);
+            }
         }
     }
     // Flat columns whose values hardly repeat (ids, names, measurements): no dictionary.
@@ -355,7 +363,7 @@ fn repeats(sample: &ArrayRef) -> bool {
 }
 
 /// Whether snappy saves at least an eighth of the bytes of a plain-encoded column of
-/// these values (judged on the sample's value bytes). Measurements and random ids
+/// these values (judged on the sample's value bytes, the first [`JUDGED_BYTES`]). Measurements and random ids
 /// hardly compress: written uncompressed, they cost no compression to write and no
 /// decompression to read, for at most an eighth more bytes. Types other than flat
 /// values of fixed width or text and binary are always compressed.
@@ -381,11 +389,42 @@ fn compresses(sample: &ArrayRef) -> bool {
     compresses_bytes(values)
 }
 
-/// See [`compresses`].
+/// The elements of a list or vector column's rows (`None` for other types).
+fn elements(sample: &ArrayRef) -> Option<ArrayRef> {
+    use arrow::array::AsArray;
+    use arrow::datatypes::DataType::*;
+    let (values, start, end) = match sample.data_type() {
+        List(_) => {
+            let list = sample.as_list::<i32>();
+            let offsets = list.value_offsets();
+            (list.values(), offsets[0] as usize, offsets[offsets.len() - 1] as usize)
+        }
+        LargeList(_) => {
+            let list = sample.as_list::<i64>();
+            let offsets = list.value_offsets();
+            (list.values(), usize::try_from(offsets[0]).ok()?, usize::try_from(offsets[offsets.len() - 1]).ok()?)
+        }
+        FixedSizeList(_, width) => {
+            let list = sample.as_fixed_size_list();
+            let width = usize::try_from(*width).ok()?;
+            let start = usize::try_from(list.value_offset(0)).ok()?;
+            (list.values(), start, start + list.len() * width)
+        }
+        _ => return None,
+    };
+    Some(values.slice(start, end - start))
+}
+
+/// Bytes of a sample that snappy compresses to judge a column (text or vectors
+/// can make a sample of megabytes).
+const JUDGED_BYTES: usize = 256 << 10;
+
+/// See [`compresses`]: judged on the first [`JUDGED_BYTES`] of `values`.
 fn compresses_bytes(values: &[u8]) -> bool {
     if values.len() < 1024 {
         return true;
     }
+    let values = &values[..values.len().min(JUDGED_BYTES)];
     let mut out = vec![0; snap::raw::max_compress_len(values.len())];
     match snap::raw::Encoder::new().compress(values, &mut out) {
         Ok(n) => n * 8 <= values.len() * 7,
@@ -489,7 +528,9 @@ mod tests {
         let read: Vec<RecordBatch> = read.collect::<Result<_, _>>().unwrap();
         let read = arrow::compute::concat_batches(&read[0].schema(), &read).unwrap();
         for c in 0..batch.num_columns() {
-            assert_eq!(read.column(c).to_data(), batch.column(c).to_data(), "column {c}");
+            // Nested fields read back with their field ids: compared as the batch's type.
+            let column = crate::io::nested::relabel(read.column(c), batch.column(c).data_type()).unwrap();
+            assert_eq!(column.to_data(), batch.column(c).to_data(), "column {c}");
         }
         chunks
     }
@@ -522,38 +563,53 @@ mod tests {
         assert!(chunks[0].compressed_size() < 4096, "{}", chunks[0].compressed_size());
     }
 
-    /// Columns snappy hardly shrinks (random measurements, hashed ids, random bytes)
-    /// are written uncompressed; text that repeats itself is compressed; every value
-    /// reads back.
+    /// Columns snappy hardly shrinks (random measurements, hashed ids, random bytes,
+    /// the floats of random vectors) are written uncompressed; text and lists that
+    /// repeat themselves are compressed; every value reads back.
     #[test]
     fn columns_are_compressed_only_where_it_pays() {
-        use arrow::array::{BinaryArray, Float64Array};
+        use arrow::array::{BinaryArray, FixedSizeListArray, Float32Array, Float64Array, ListArray};
+        use arrow::buffer::OffsetBuffer;
+        use arrow::datatypes::DataType;
         use parquet::basic::Compression;
-        let schema = Schema::parse("v double, h bigint, b blob, name varchar, kind varchar").unwrap();
+        let schema = Schema::parse("v double, h bigint, b blob, name varchar, kind varchar, e float[16], p list<double>").unwrap();
         let rows = 50_000u64;
         let mix = |i: u64| i.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17) ^ 0xD1B5_4A32_D192_ED03;
+        let arrow_schema = schema.arrow_schema();
+        let child = |i: usize| match arrow_schema.field(i).data_type() {
+            DataType::FixedSizeList(f, _) | DataType::List(f) => f.clone(),
+            other => panic!("{other}"),
+        };
+        let vectors = Float32Array::from_iter_values((0..rows * 16).map(|i| (mix(i) >> 40) as f32 / (1u64 << 24) as f32));
+        let lists = Float64Array::from_iter_values((0..rows * 3).map(|i| (i % 3) as f64));
         let batch = RecordBatch::try_new(
-            schema.arrow_schema(),
+            arrow_schema.clone(),
             vec![
                 Arc::new(Float64Array::from_iter_values((0..rows).map(|i| (mix(i) >> 11) as f64 / (1u64 << 53) as f64))),
                 Arc::new(Int64Array::from_iter_values((0..rows).map(|i| mix(i) as i64))),
                 Arc::new(BinaryArray::from_iter_values((0..rows).map(|i| mix(i).to_le_bytes()))),
                 Arc::new(StringArray::from_iter_values((0..rows).map(|i| format!("customer name {i}")))),
                 Arc::new(StringArray::from_iter_values((0..rows).map(|i| ["a", "b", "c"][(i % 3) as usize]))),
+                Arc::new(FixedSizeListArray::new(child(5), 16, Arc::new(vectors), None)),
+                Arc::new(ListArray::new(child(6), OffsetBuffer::from_lengths(vec![3; rows as usize]), Arc::new(lists), None)),
             ],
         )
         .unwrap();
         let compressions: Vec<Compression> = round_trip(&schema, &batch).iter().map(|c| c.compression()).collect();
-        assert_eq!(
-            compressions,
-            [Compression::UNCOMPRESSED, Compression::UNCOMPRESSED, Compression::UNCOMPRESSED, Compression::SNAPPY, Compression::SNAPPY]
-        );
+        let (plain, snappy) = (Compression::UNCOMPRESSED, Compression::SNAPPY);
+        assert_eq!(compressions, [plain, plain, plain, snappy, snappy, plain, snappy]);
         // Small samples are not judged: compressed.
         assert!(compresses(&(Arc::new(Int64Array::from_iter_values((0..100).map(|i| mix(i) as i64))) as ArrayRef)));
         // A slice is judged on its own values, not its whole buffer.
         let halves: ArrayRef = Arc::new(Int64Array::from_iter_values((0..20_000u64).map(|i| if i < 10_000 { 7 } else { mix(i) as i64 })));
         assert!(compresses(&halves.slice(0, 10_000)));
         assert!(!compresses(&halves.slice(10_000, 10_000)));
+        // A sliced list or vector gives the elements of its own rows.
+        for (column, width) in [(batch.column(5), 16), (batch.column(6), 3)] {
+            let all = elements(column).unwrap();
+            assert_eq!(all.len(), rows as usize * width);
+            assert_eq!(elements(&column.slice(10, 5)).unwrap().to_data(), all.slice(10 * width, 5 * width).to_data());
+        }
     }
 
     #[test]
