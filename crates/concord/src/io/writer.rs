@@ -363,10 +363,11 @@ fn repeats(sample: &ArrayRef) -> bool {
 }
 
 /// Whether snappy saves at least an eighth of the bytes of a plain-encoded column of
-/// these values (judged on the sample's value bytes, the first [`JUDGED_BYTES`]). Measurements and random ids
-/// hardly compress: written uncompressed, they cost no compression to write and no
-/// decompression to read, for at most an eighth more bytes. Types other than flat
-/// values of fixed width or text and binary are always compressed.
+/// these values (judged on the first [`JUDGED_BYTES`] of the sample's value bytes).
+/// Measurements and random ids hardly compress: written uncompressed, they cost no
+/// compression to write and no decompression to read, for at most an eighth more
+/// bytes. Types other than flat values of fixed width or text and binary are always
+/// compressed.
 fn compresses(sample: &ArrayRef) -> bool {
     use arrow::array::AsArray;
     use arrow::datatypes::DataType::*;
@@ -393,17 +394,13 @@ fn compresses(sample: &ArrayRef) -> bool {
 fn elements(sample: &ArrayRef) -> Option<ArrayRef> {
     use arrow::array::AsArray;
     use arrow::datatypes::DataType::*;
+    fn list<O: arrow::array::OffsetSizeTrait>(list: &arrow::array::GenericListArray<O>) -> (&ArrayRef, usize, usize) {
+        let offsets = list.value_offsets();
+        (list.values(), offsets[0].as_usize(), offsets[offsets.len() - 1].as_usize())
+    }
     let (values, start, end) = match sample.data_type() {
-        List(_) => {
-            let list = sample.as_list::<i32>();
-            let offsets = list.value_offsets();
-            (list.values(), offsets[0] as usize, offsets[offsets.len() - 1] as usize)
-        }
-        LargeList(_) => {
-            let list = sample.as_list::<i64>();
-            let offsets = list.value_offsets();
-            (list.values(), usize::try_from(offsets[0]).ok()?, usize::try_from(offsets[offsets.len() - 1]).ok()?)
-        }
+        List(_) => list(sample.as_list::<i32>()),
+        LargeList(_) => list(sample.as_list::<i64>()),
         FixedSizeList(_, width) => {
             let list = sample.as_fixed_size_list();
             let width = usize::try_from(*width).ok()?;
