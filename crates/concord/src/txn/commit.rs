@@ -198,7 +198,14 @@ async fn commit_rounds(
                 let retry = &members[0].opts.retry;
                 let left = retry.timeout + cooperate::DEADLINE_MARGIN;
                 let deadline = env.clock.now() + TimeDelta::from_std(left).unwrap_or(TimeDelta::MAX);
+                let announce_started = env.clock.monotonic();
                 let name = cooperate::announce(store, env, members[0].txn, members[0].opts, deadline).await;
+                // A new handle has timed no request of this store yet: the announcement's
+                // round trip sets the pace of its wait (not the retry policy's minimum,
+                // which would let it take over from the writers ahead at once).
+                if store.commits.attempt_latency().is_none() {
+                    latency = latency.max(env.clock.monotonic() - announce_started);
+                }
                 *announcement = Some(Announcing { name, attempts: 0, marked: false });
             } else if crowded {
                 let retry = &members[first_open(&members)].opts.retry;
@@ -344,30 +351,32 @@ async fn commit_rounds(
             return Ok(outcomes_of(members));
         }
         // During the pause (costing no time of their own): its announcement (counted as
-        // made even if the write failed: it may have landed) and, for a writer that
-        // carries, the others' announcements for its next build.
+        // made even if the write failed: it may have landed) and then, for a writer that
+        // carries, the others' announcements for its next build. Listed after its own
+        // announcement is written: writers that lost the same race announce together,
+        // and each listing then holds those made before its own, so only the oldest
+        // takes itself for the first in line.
         let announce = announce_by.take().map(|deadline| cooperate::announce(store, env, members[0].txn, members[0].opts, deadline));
         let list = (contention.lists_during_pause() && line.lists_during_pause() && sharing == Sharing::Group && cooperate::enabled(&base))
             .then(|| cooperate::list(store));
-        let (made, listed, ()) = futures::join!(
+        let ((made, listed), ()) = futures::join!(
             async {
-                match announce {
+                let made = match announce {
                     Some(announce) => Some(announce.await),
                     None => None,
-                }
-            },
-            async {
-                match list {
-                    Some(list) => Some(list.await.ok()),
+                };
+                let listed = match list {
+                    Some(list) => list.await.ok(),
                     None => None,
-                }
+                };
+                (made, listed)
             },
             env.clock.sleep(pause)
         );
         if let Some(name) = made {
             *announcement = Some(Announcing { name, attempts: members[0].attempts, marked: false });
         }
-        line.listed(listed.flatten());
+        line.listed(listed);
     }
 }
 

@@ -139,18 +139,21 @@ impl Line {
     }
 
     /// An attempt lost to `holder`. `leading`: it was announced and carried others
-    /// (`carried`): the first in line, beaten by a writer that did not wait. It then
-    /// tries again at once with the same announcements (the speculative read gave it
-    /// the winner): returns whether it does.
+    /// (`carried`): the first in line. Beaten by a writer that did not wait (`holder`
+    /// carried nobody), it tries again at once with the same announcements (the
+    /// speculative read gave it the winner): returns whether it does. Beaten by another
+    /// writer that carried, it lists again to find its place (both took themselves for
+    /// the first, from listings made as the line formed).
     pub(crate) fn lost(&mut self, holder: &Manifest, leading: bool, carried: Option<Announced>) -> bool {
         self.in_chain.extend(holder.transactions.iter().map(|t| t.id));
-        let again = leading && carried.as_ref().is_some_and(|c| !c.live.is_empty());
+        let beaten_by_line = holder.transactions.iter().any(|t| t.carried_by.is_some());
+        let again = leading && !beaten_by_line && carried.as_ref().is_some_and(|c| !c.live.is_empty());
         if again {
             self.kept = carried;
         }
         // Others carried, or this announced writer lost again (others may have joined
         // the line behind it since it found itself alone): it lists again.
-        if leading || holder.transactions.iter().any(|t| t.carried_by.is_some()) {
+        if leading || beaten_by_line {
             self.alone = false;
         }
         again
@@ -159,5 +162,50 @@ impl Line {
     /// It attempted a create itself: a new wait starts afresh.
     pub(crate) fn raced(&mut self) {
         self.waiting.raced();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::Utc;
+
+    use super::*;
+    use crate::format::announcement::Announcement;
+    use crate::format::manifest::Operation;
+    use crate::format::schema::Schema;
+    use crate::format::staged::{PreparedTransaction, StagedOptions};
+
+    fn version(carried: bool) -> Manifest {
+        let append = || Operation::Append { fragments: vec![] };
+        let transactions = std::iter::once((append(), None)).chain(carried.then(|| (append(), Some(Uuid::new_v4())))).collect();
+        Manifest::test_version(Utc::now(), Schema::parse("id bigint not null").unwrap(), transactions)
+    }
+
+    fn carrying_one() -> Announced {
+        let transaction = PreparedTransaction {
+            id: Uuid::new_v4(),
+            read_version: 4,
+            read_schema: Schema::parse("id bigint not null").unwrap(),
+            read_next_fragment_id: 12,
+            operation: Operation::Append { fragments: vec![] },
+            now: None,
+            staged: StagedOptions::default(),
+        };
+        Announced { live: vec![Arc::new(Announcement { transaction, deadline: Utc::now() })], ..Default::default() }
+    }
+
+    /// The first in line beaten by a writer that did not wait tries again at once with
+    /// what it carried; beaten by another that carried (both took themselves for the
+    /// first), it lists again to find its place.
+    #[test]
+    fn a_leader_retries_at_once_only_against_a_writer_that_did_not_wait() {
+        let mut line = Line::default();
+        assert!(line.lost(&version(false), true, Some(carrying_one())));
+        assert!(line.kept.is_some() && !line.lists_during_pause());
+        let mut line = Line::default();
+        assert!(!line.lost(&version(true), true, Some(carrying_one())));
+        assert!(line.kept.is_none() && line.lists_during_pause());
+        let mut line = Line::default();
+        assert!(!line.lost(&version(false), false, None), "a writer that was not leading waits its turn");
     }
 }

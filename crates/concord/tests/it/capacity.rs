@@ -236,10 +236,12 @@ fn requests_per_commit_at_capacity() {
     assert_eq!(c.commits, (writers * 20) as usize);
     assert_eq!(c.failed, 0);
     assert_eq!(c.announced_left, 0, "every announcement retired");
-    // Measured 7.1 at seed 7 (7.6 over seeds 1-12): the bound catches a protocol change
-    // that costs requests before a benchmark does.
+    // Measured 6.8 at seed 7 (6.9 over seeds 1-10), worst 4 attempts at every seed: the
+    // bounds catch a protocol change that costs requests or attempts before a benchmark
+    // does.
     if writers == 16 && seed == 7 {
         let per_commit = c.total_requests as f64 / c.commits as f64;
-        assert!(per_commit <= 8.0, "{per_commit:.2} requests per append");
+        assert!(per_commit <= 7.5, "{per_commit:.2} requests per append");
+        assert!(c.max_attempts <= 4, "an append took {} attempts", c.max_attempts);
     }
 }
