@@ -125,16 +125,26 @@ pub struct Race {
     pub history: Vec<concord::VersionInfo>,
 }
 
+/// How the writers of a [`Race`] hold the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handles {
+    /// One handle per writer, for all its appends (as `concord stress`, or a service).
+    PerWriter,
+    /// A new handle per append, its open timed with the append (as the cold CLI: a
+    /// process per append).
+    PerAppend,
+}
+
 impl Race {
-    /// `writers` handles (as processes) on `store` append `appends` one-row batches
-    /// each, back to back, on tokio's paused clock; `created` runs once the table
-    /// exists, before the race. Deterministic for a seed and a deterministic store.
+    /// `writers` writers (as processes) on `store` append `appends` one-row batches
+    /// each, back to back, on tokio's paused clock, through `handles`; `created` runs
+    /// once the table exists, before the race. Deterministic for a seed and a
+    /// deterministic store.
     pub async fn run<S: ObjectStore>(
         store: Arc<S>,
         uri: &'static str,
         seed: u64,
-        writers: u64,
-        appends: u64,
+        (writers, appends, handles): (u64, u64, Handles),
         created: impl FnOnce(),
     ) -> Race {
         let clock: Arc<dyn Clock> = Arc::new(VirtualClock { origin: tokio::time::Instant::now() });
@@ -151,10 +161,22 @@ impl Race {
             .map(|w| {
                 let (location, env, clock) = (location(store.clone()), env(w), clock.clone());
                 tokio::spawn(async move {
-                    let table = Table::open(location, env).await.unwrap();
+                    let open = || Table::open(location.clone(), env.clone());
+                    let kept = match handles {
+                        Handles::PerWriter => Some(open().await.unwrap()),
+                        Handles::PerAppend => None,
+                    };
                     let mut out = Vec::new();
                     for i in 0..appends {
                         let begun = clock.monotonic();
+                        let opened;
+                        let table = match &kept {
+                            Some(table) => table,
+                            None => {
+                                opened = open().await.unwrap();
+                                &opened
+                            }
+                        };
                         let id = (w * 1_000_000 + i) as i64;
                         let attempts =
                             table.append(rows(table.schema(), [id]), &CommitOptions::default()).await.ok().map(|info| info.attempts);
@@ -200,7 +222,7 @@ pub fn contend(seed: u64, writers: u64, appends: u64, latency: Range<u64>) -> Co
     let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
     runtime.block_on(async move {
         let store = Arc::new(SlowStore { inner: InMemory::new(), latency, random: StdRandom::seeded(seed) });
-        let race = Race::run(store, "memory://fair/t", seed, writers, appends, || ()).await;
+        let race = Race::run(store, "memory://fair/t", seed, (writers, appends, Handles::PerWriter), || ()).await;
         assert!(race.appends.iter().all(|a| a.0.is_some()), "an append failed");
         let (p50_ms, p99_ms, max_ms) = race.latencies();
         Contention {
