@@ -226,7 +226,7 @@ async fn commit_rounds(
         // An announced writer waits in line (`line.rs`) while an older announcement is
         // pending: its owner creates the next version and carries the others.
         let now = env.clock.monotonic();
-        let pace = store.commits.move_interval().unwrap_or_default().max(latency * 4);
+        let pace = store.commits.move_interval().unwrap_or(UNSEEN_PACE).max(latency * 4);
         if let Some(own_name) = announcement.as_ref().map(|a| a.name.clone()).filter(|name| carries && line.waits(name, &base, now, pace)) {
             store.commits.saw_announcements(now);
             if !members[0].opts.retry.allows_another(members[0].attempts, now - started) {
@@ -379,6 +379,12 @@ async fn commit_rounds(
         line.listed(listed);
     }
 }
+
+/// The pace a waiting writer presumes of a line it has not yet seen move (a new
+/// process): on a fast store a few latencies are shorter than one leader's round (its
+/// listing, its reads, its build), and the waiters would take over from a leader that
+/// is not gone.
+const UNSEEN_PACE: Duration = Duration::from_millis(25);
 
 /// The failure of a transaction whose withdrawal version `version` recorded.
 pub(crate) fn withdrawn(member: &Member<'_>, started: Duration, env: &Env, version: u64) -> CommitError {
