@@ -26,6 +26,12 @@ const MAX_BEHIND: u32 = 3;
 /// waiter's read version, and stops waiting for it.
 pub(crate) const PASSED_OVER: u32 = 2;
 
+/// The shortest pause of a waiting writer. A read from memory or the page cache takes
+/// microseconds: paced by that, a waiter would read the next version thousands of times
+/// per version (a version takes milliseconds: its fsyncs) and, where reading takes no
+/// time at all (the simulation's clock), its wait would never end.
+const MIN_PAUSE: Duration = Duration::from_millis(1);
+
 /// An announced writer waiting in line (cooperative commits): the owner of the oldest
 /// pending announcement creates the next version and carries the others; the others
 /// read the next version until it does, and take over if the line stops moving.
@@ -50,10 +56,11 @@ impl Waiting {
     }
 
     /// The pause before the next read: an attempt's `latency` (a loaded store's
-    /// latency grows, and the reads slow down with it), and up to half a latency more
-    /// (`uniform(n)` returns a value in `0..=n`).
+    /// latency grows, and the reads slow down with it), at least [`MIN_PAUSE`], and up
+    /// to half of that more (`uniform(n)` returns a value in `0..=n`).
     pub(crate) fn pause(&self, latency: Duration, uniform: impl FnOnce(u64) -> u64) -> Duration {
-        latency + Duration::from_micros(uniform(latency.as_micros() as u64 / 2))
+        let pause = latency.max(MIN_PAUSE);
+        pause + Duration::from_micros(uniform(pause.as_micros() as u64 / 2))
     }
 
     /// A read of the next version at `now`: `moved`, it was there; `progressed`, it
@@ -269,6 +276,8 @@ mod tests {
         let mut w = Waiting::default();
         assert_eq!(w.pause(LATENCY, |n| n), LATENCY + LATENCY / 2);
         assert_eq!(w.pause(LATENCY, |_| 0), LATENCY);
+        assert_eq!(w.pause(Duration::ZERO, |_| 0), MIN_PAUSE, "a read that took no time");
+        assert_eq!(w.pause(Duration::from_micros(30), |n| n), MIN_PAUSE * 3 / 2);
         w.read(false, false, Duration::ZERO);
         assert!(!w.relists());
         w.read(false, false, Duration::ZERO);
