@@ -469,3 +469,44 @@ def _read_text(store, uri: str) -> str:
 
     with load_file_io(_pyiceberg_properties(store), uri).new_input(uri).open() as f:
         return f.read().decode()
+
+
+def test_engines_read_a_parquet_file_the_cli_spliced(store, cli, tmp_path):
+    """`concord append` of a pyarrow-written Parquet file of the table's own types copies
+    its column chunks (several row groups, a dictionary, NULLs, columns in another
+    order): pyiceberg and DuckDB read the rows Concord does, whole and filtered."""
+    import subprocess
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    t = store.create()
+    t.set_properties(set={"iceberg.publish": "true"})
+    ids = range(5_000)
+    data = pa.table(
+        {
+            "score": pa.array([None if i % 11 == 0 else i / 10 for i in ids], pa.float64()),
+            "name": pa.array([f"n{i % 7}" for i in ids], pa.string()),
+            "id": pa.array(ids, pa.int64()),
+        }
+    )
+    path = tmp_path / "in.parquet"
+    pq.write_table(data, path, row_group_size=1_000)
+    subprocess.run([cli, "append", t.uri, str(path), *store.cli_args()], check=True, capture_output=True)
+    t = t.refresh()
+    expected = _multiset(data.select(["id", "name", "score"]))
+    assert _concord_rows(t, t.version) == expected
+    if store.name == "local":
+        import glob
+
+        (spliced,) = glob.glob(t.uri.removeprefix("file://") + "/data/*.parquet")
+        assert pq.ParquetFile(spliced).metadata.num_row_groups == 5, "the input's row groups, copied"
+    properties = _pyiceberg_properties(store)
+    path = t.iceberg_metadata_path()
+    assert _pyiceberg_rows(path, properties) == expected
+    from pyiceberg.table import StaticTable
+
+    filtered = StaticTable.from_metadata(path, properties=properties).scan(row_filter="id >= 4990").to_arrow()
+    assert sorted(filtered.column("id").to_pylist()) == list(range(4_990, 5_000))
+    (duck,) = _duckdb([f"select id, name, score from iceberg_scan('{path}')"], store)
+    assert duck == _as_text(expected)

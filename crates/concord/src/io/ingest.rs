@@ -20,11 +20,13 @@ use parquet::file::metadata::ParquetMetaDataReader;
 use super::cast::{self, sql_type_name, CastFailure, Source};
 use super::csv_fields::{self, CsvField, CsvRecords};
 use super::guard;
+use super::parquet_input::Positioned;
+use super::splice::{self, Spliced};
 use crate::error::InputError;
 use crate::format::schema::{ColumnNameError, ColumnType, Field, Schema};
 
 /// Rows per returned batch.
-const BATCH_SIZE: usize = 8192;
+pub(crate) const BATCH_SIZE: usize = 8192;
 
 /// Supported input file formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,9 +66,9 @@ pub(crate) fn detect_format(path: &Path) -> Result<InputFormat, InputError> {
     }
 }
 
-/// Receives a file's batches as they are read, with the field ids of the table columns
+/// Receives a file's batches (or spliced data files) as they are read, with the field ids of the table columns
 /// the file has. An error stops the reading.
-pub(crate) type Emit<'e> = dyn FnMut(RecordBatch, &[u32]) -> Result<(), InputError> + 'e;
+pub(crate) type Emit<'e, T = RecordBatch> = dyn FnMut(T, &[u32]) -> Result<(), InputError> + 'e;
 
 /// Reads a local file, handing `emit` its batches in file order (no empty ones), each
 /// with exactly `schema.arrow_schema()`; blocking I/O (run it on a blocking thread).
@@ -477,12 +479,29 @@ impl JsonKind {
 
 /// Parquet: typed columns of their table column's kind, each value checked.
 fn read_parquet(path: &Path, ctx: &mut Ctx<'_>, sink: &mut Sink<'_>) -> Result<(), InputError> {
+    let (file, metadata) = open_parquet(path, ctx, true)?;
+    let ctx: &Ctx<'_> = ctx;
+    let mut first_row = 0;
+    let mut each = |batch: RecordBatch| {
+        sink(ctx.conform(&batch, first_row, &|row| row as u64 + 1)?, ctx)?;
+        first_row += batch.num_rows();
+        Ok(())
+    };
+    let source = Positioned::new(&file).map_err(|e| ctx.unparsable(e))?;
+    super::parquet_input::read_batches(source, &metadata, None, BATCH_SIZE, &mut each, &|e| ctx.unparsable(e))
+}
+
+/// A Parquet input's footer, checked, and its columns mapped to table columns and
+/// type-checked; with `pages`, every page header checked too.
+fn open_parquet(path: &Path, ctx: &mut Ctx<'_>, pages: bool) -> Result<(File, ArrowReaderMetadata), InputError> {
     let file = ctx.open(path)?;
     let size = file.metadata().map_err(|e| ctx.unparsable(e))?.len();
     super::footer_check::check_file(&file, size).map_err(|e| ctx.unparsable(e))?;
     let metadata = ParquetMetaDataReader::new().parse_and_finish(&file).map_err(|e| ctx.unparsable(e))?;
     super::file_reader::check_metadata(&metadata, size).map_err(|e| ctx.unparsable(e))?;
-    super::page_check::check_file(&file, &metadata).map_err(|e| ctx.unparsable(e))?;
+    if pages {
+        super::page_check::check_file(&file, &metadata).map_err(|e| ctx.unparsable(e))?;
+    }
     // The embedded Arrow schema restores what Parquet cannot say (second timestamps,
     // time zones); one that arrow-ipc might panic on is ignored.
     let skip = !guard::embedded_arrow_schema_is_safe(&metadata);
@@ -491,14 +510,34 @@ fn read_parquet(path: &Path, ctx: &mut Ctx<'_>, sink: &mut Sink<'_>) -> Result<(
         .map_err(|e| ctx.unparsable(e))?
         .map_err(|e| ctx.unparsable(e))?;
     ctx.check_types(metadata.schema())?;
-    let ctx: &Ctx<'_> = ctx;
-    let mut first_row = 0;
-    let mut each = |batch: RecordBatch| {
-        sink(ctx.conform(&batch, first_row, &|row| row as u64 + 1)?, ctx)?;
-        first_row += batch.num_rows();
-        Ok(())
+    Ok((file, metadata))
+}
+
+/// An append's Parquet input as data files of its own column chunks (see
+/// [`super::splice`]), each handed to `emit`, its rows checked as [`read_file_each`]
+/// checks them. `Ok(None)` (nothing handed out) when the file must be read as rows
+/// instead; else the field ids of the table columns the file has.
+pub(crate) fn splice_parquet(path: &Path, schema: &Schema, emit: &mut Emit<'_, Spliced>) -> Result<Option<Vec<u32>>, InputError> {
+    if detect_format(path)? != InputFormat::Parquet {
+        return Ok(None);
+    }
+    let name = path.display().to_string();
+    let mut ctx = Ctx::new(&name, schema, Required::Always, Source::Typed);
+    let (file, metadata) = open_parquet(path, &mut ctx, false)?;
+    let Some(plan) = splice::plan(schema, &ctx.names, &metadata) else { return Ok(None) };
+    let ctx = &ctx;
+    let len = file.metadata().map_err(|e| ctx.unparsable(e))?.len();
+    let read = |range: std::ops::Range<u64>| {
+        let mut bytes = vec![0u8; (range.end - range.start) as usize];
+        std::os::unix::fs::FileExt::read_exact_at(&file, &mut bytes, range.start)
+            .map_err(|source| InputError::Io { file: name.clone(), source })?;
+        Ok(bytes)
     };
-    super::parquet_input::read_batches(&file, &metadata, BATCH_SIZE, &mut each, &|e| ctx.unparsable(e))
+    let conform = |batch: RecordBatch, first_row: usize| ctx.conform(&batch, first_row, &|row| row as u64 + 1);
+    let source = splice::Source { metadata: &metadata, len, read: &read, conform: &conform, failed: &|e| ctx.unparsable(e) };
+    let present = ctx.present();
+    splice::splice(&plan, schema, &source, &mut |file| emit(file, &present))?;
+    Ok(Some(present))
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ pub(crate) mod page_check;
 mod parquet_input;
 pub(crate) mod predicate;
 pub(crate) mod scan;
+pub(crate) mod splice;
 pub(crate) mod stats;
 mod thrift;
 pub(crate) mod writer;

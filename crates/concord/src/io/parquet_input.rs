@@ -28,23 +28,25 @@ const AHEAD: usize = 2;
 /// they save).
 const MIN_PARALLEL_BYTES: i64 = 4 << 20;
 
-/// Hands `emit` every batch of `file` (`batch_size` rows each, the last one fewer), in
-/// order. A decoding failure (or panic: a corrupt file) is passed to `failed`; an
-/// error from `emit` stops the reading.
-pub(crate) fn read_batches<E>(
-    file: &File,
+/// Hands `emit` every batch of `source` (of row groups `row_groups`, all without;
+/// `batch_size` rows each, the last one fewer), in order. A decoding failure (or panic:
+/// a corrupt file) is passed to `failed`; an error from `emit` stops the reading.
+pub(crate) fn read_batches<R: ChunkReader + Clone + 'static, E>(
+    source: R,
     metadata: &ArrowReaderMetadata,
+    row_groups: Option<&[usize]>,
     batch_size: usize,
     emit: &mut dyn FnMut(RecordBatch) -> Result<(), E>,
     failed: &dyn Fn(String) -> E,
 ) -> Result<(), E> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let groups = column_groups(metadata, cores);
-    let len = file.metadata().map_err(|e| failed(e.to_string()))?.len();
-    let shared = Arc::new(file.try_clone().map_err(|e| failed(e.to_string()))?);
     let reader = |columns: Option<&[usize]>| -> Result<ParquetRecordBatchReader, String> {
-        let file = Positioned { file: shared.clone(), len };
-        let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata.clone()).with_batch_size(batch_size);
+        let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(source.clone(), metadata.clone()).with_batch_size(batch_size);
+        let builder = match row_groups {
+            Some(row_groups) => builder.with_row_groups(row_groups.to_vec()),
+            None => builder,
+        };
         let builder = match columns {
             Some(columns) => builder.with_projection(ProjectionMask::roots(metadata.parquet_schema(), columns.iter().copied())),
             None => builder,
@@ -102,9 +104,16 @@ pub(crate) fn read_batches<E>(
 
 /// A file read at explicit offsets (`pread`), so that readers on several threads share
 /// it without sharing a file position.
-struct Positioned {
+#[derive(Clone)]
+pub(crate) struct Positioned {
     file: Arc<File>,
     len: u64,
+}
+
+impl Positioned {
+    pub(crate) fn new(file: &File) -> std::io::Result<Self> {
+        Ok(Positioned { len: file.metadata()?.len(), file: Arc::new(file.try_clone()?) })
+    }
 }
 
 impl Length for Positioned {
@@ -136,7 +145,7 @@ impl ChunkReader for Positioned {
 }
 
 /// Reads from `at` on.
-struct PositionedRead {
+pub(crate) struct PositionedRead {
     file: Arc<File>,
     at: u64,
 }
@@ -229,7 +238,7 @@ mod tests {
             read.push(b);
             Ok::<_, String>(())
         };
-        read_batches(&file, &metadata, 8192, &mut keep, &|e| e).unwrap();
+        read_batches(Positioned::new(&file).unwrap(), &metadata, None, 8192, &mut keep, &|e| e).unwrap();
         assert_eq!(read.len(), (rows as usize).div_ceil(8192));
         assert!(read.iter().all(|b| b.schema() == batch.schema()));
         let read = arrow::compute::concat_batches(&batch.schema(), &read).unwrap();
@@ -244,7 +253,7 @@ mod tests {
                 Ok(())
             }
         };
-        let stopped = read_batches(&file, &metadata, 8192, &mut two, &|_| "failed");
+        let stopped = read_batches(Positioned::new(&file).unwrap(), &metadata, None, 8192, &mut two, &|_| "failed");
         assert_eq!(stopped, Err("enough"));
     }
 }

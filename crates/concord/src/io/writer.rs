@@ -121,6 +121,22 @@ impl<'a> FragmentWriter<'a> {
         Ok(())
     }
 
+    /// Takes a data file already encoded (spliced from an input file), after the rows
+    /// pushed before it.
+    pub(crate) async fn push_encoded(&mut self, file: super::splice::Spliced) -> Result<(), WriteError> {
+        if self.pending_rows > 0 {
+            self.flush().await?;
+        }
+        self.upload().await?;
+        let path = naming::data_file_name(self.env.new_uuid());
+        let size_bytes = file.bytes.len() as u64;
+        let fragment = NewFragment { files: vec![DataFile { path, fields: file.fields, size_bytes, stats: file.stats }], rows: file.rows };
+        self.uploading = Some(Upload { fragment, bytes: Bytes::from(file.bytes) });
+        self.reported.rows += file.rows;
+        self.report();
+        Ok(())
+    }
+
     /// Writes the last file and waits until every file is durable; returns every
     /// fragment written, in order.
     pub(crate) async fn finish(mut self) -> Result<Vec<NewFragment>, WriteError> {

@@ -13,6 +13,7 @@ use futures::StreamExt;
 use crate::error::{InputError, WriteError};
 use crate::format::schema::Schema;
 use crate::io::ingest::{self, Required};
+use crate::io::splice::Spliced;
 
 /// Rows to write, from any source. Every entry point takes one (`impl Into<Input>`):
 /// a batch or batches, a file path or paths, or a stream of batches, which is written
@@ -94,6 +95,8 @@ pub(crate) struct Chunk {
     pub batch: RecordBatch,
     /// Field ids of the table columns the source has.
     pub present: Arc<[u32]>,
+    /// A data file made of the source's own column chunks (`batch` is then empty).
+    pub spliced: Option<Spliced>,
 }
 
 /// Batches of files in flight between the blocking reader and the write.
@@ -103,10 +106,21 @@ const FILE_CHANNEL_BATCHES: usize = 2;
 /// have the same columns (matched rows keep the columns it lacks); other writes fill
 /// each source's missing columns with their defaults.
 pub(crate) fn chunks(input: Input, schema: &Schema, required: Required) -> BoxStream<'static, Result<Chunk, WriteError>> {
+    rows_or_files(input, schema, required, false)
+}
+
+/// [`chunks`] of new rows (an append or an overwrite that checks no rows), where a
+/// Parquet file of the table's own column types comes as data files of its own column
+/// chunks ([`Chunk::spliced`]), its rows checked all the same.
+pub(crate) fn new_rows(input: Input, schema: &Schema) -> BoxStream<'static, Result<Chunk, WriteError>> {
+    rows_or_files(input, schema, Required::Always, true)
+}
+
+fn rows_or_files(input: Input, schema: &Schema, required: Required, splice: bool) -> BoxStream<'static, Result<Chunk, WriteError>> {
     let chunks = match input {
         Input::Batches(batches) => caller_chunks(stream::iter(batches.into_iter().map(Ok)).boxed(), schema.clone(), required),
         Input::Stream(batches) => caller_chunks(batches, schema.clone(), required),
-        Input::Files(files) => file_chunks(files, schema.clone(), required),
+        Input::Files(files) => file_chunks(files, schema.clone(), required, splice),
     };
     match required {
         Required::WhenInserted => same_columns(chunks, schema.clone()),
@@ -127,7 +141,7 @@ fn caller_chunks(
             let conformed = ingest::conform_batch(&batch, &schema, &source, required)?;
             let present: Arc<[u32]> = conformed.present.into();
             let batch = conformed.batches.into_iter().next().expect("one batch in, one out");
-            Ok(Chunk { source, first_row: 0, batch, present })
+            Ok(Chunk { source, first_row: 0, batch, present, spliced: None })
         })
         .filter(|c| futures::future::ready(!matches!(c, Ok(c) if c.batch.num_rows() == 0)))
         .boxed()
@@ -135,25 +149,49 @@ fn caller_chunks(
 
 /// Files read one after another on a blocking thread, their batches handed over a
 /// small channel (the reader waits while the write is busy).
-fn file_chunks(files: Vec<PathBuf>, schema: Schema, required: Required) -> BoxStream<'static, Result<Chunk, WriteError>> {
+fn file_chunks(files: Vec<PathBuf>, schema: Schema, required: Required, splice: bool) -> BoxStream<'static, Result<Chunk, WriteError>> {
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Chunk, WriteError>>(FILE_CHANNEL_BATCHES);
     tokio::task::spawn_blocking(move || {
         for file in files {
             let source: Arc<str> = file.display().to_string().into();
             let mut first_row = 0u64;
-            let read = ingest::read_file_each(&file, &schema, required, &mut |batch, present| {
-                let rows = batch.num_rows() as u64;
-                let chunk = Chunk { source: source.clone(), first_row, batch, present: present.into() };
-                first_row += rows;
-                // The write stopped (it failed elsewhere): stop reading.
+            // The write stopped (it failed elsewhere): stop reading.
+            let send = |chunk: Chunk| {
                 tx.blocking_send(Ok(chunk))
                     .map_err(|_| InputError::Io { file: source.to_string(), source: std::io::Error::other("the write stopped") })
-            });
+            };
+            let spliced = match splice {
+                true => ingest::splice_parquet(&file, &schema, &mut |spliced, present| {
+                    let (batch, rows) = (RecordBatch::new_empty(schema.arrow_schema()), spliced.rows);
+                    let chunk = Chunk { source: source.clone(), first_row, batch, present: present.into(), spliced: Some(spliced) };
+                    first_row += rows;
+                    send(chunk)
+                }),
+                false => Ok(None),
+            };
+            let read = match spliced {
+                Ok(None) => ingest::read_file_each(&file, &schema, required, &mut |batch, present| {
+                    let rows = batch.num_rows() as u64;
+                    let chunk = Chunk { source: source.clone(), first_row, batch, present: present.into(), spliced: None };
+                    first_row += rows;
+                    send(chunk)
+                }),
+                Ok(Some(present)) => Ok(present),
+                Err(e) => Err(e),
+            };
             match read {
                 Ok(present) if first_row == 0 => {
                     // A file without rows still says which columns it has.
                     let empty = RecordBatch::new_empty(schema.arrow_schema());
-                    if tx.blocking_send(Ok(Chunk { source: source.clone(), first_row: 0, batch: empty, present: present.into() })).is_err()
+                    if tx
+                        .blocking_send(Ok(Chunk {
+                            source: source.clone(),
+                            first_row: 0,
+                            batch: empty,
+                            present: present.into(),
+                            spliced: None,
+                        }))
+                        .is_err()
                     {
                         return;
                     }

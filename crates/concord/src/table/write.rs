@@ -259,7 +259,11 @@ impl Table {
     /// far are removed and nothing is left to commit.
     async fn write_input(&self, input: Input, check: Option<&predicate::Predicate>) -> Result<Vec<NewFragment>, WriteError> {
         let schema = self.schema();
-        let mut chunks = input::chunks(input, schema, Required::Always);
+        // Rows a filter must check are decoded, never spliced.
+        let mut chunks = match check {
+            None => input::new_rows(input, schema),
+            Some(_) => input::chunks(input, schema, Required::Always),
+        };
         let mut writer = FragmentWriter::new(&self.store, &self.env, schema).with_progress(self.progress.0.clone());
         let result = async {
             while let Some(chunk) = chunks.next().await {
@@ -276,7 +280,10 @@ impl Table {
                         .into());
                     }
                 }
-                writer.push(&chunk.batch).await?;
+                match chunk.spliced {
+                    Some(spliced) => writer.push_encoded(spliced).await?,
+                    None => writer.push(&chunk.batch).await?,
+                }
             }
             Ok(())
         }

@@ -23,6 +23,7 @@ mod nested;
 mod requests;
 mod shared;
 mod simulation;
+mod splice;
 mod sql;
 mod types;
 mod update;

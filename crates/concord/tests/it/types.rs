@@ -15,13 +15,13 @@ use concord::{ColumnType, CommitOptions, Env, ScanOptions, Schema, Table};
 use crate::conformance::local_backends;
 
 /// One column of each type, as a schema string.
-fn every_type() -> String {
+pub(crate) fn every_type() -> String {
     ColumnType::ALL.iter().enumerate().map(|(i, t)| format!("c{i} {t}")).collect::<Vec<_>>().join(", ")
 }
 
 /// Three rows of every type: each type's smallest, a NULL, and its largest (or a
 /// typical value).
-fn every_type_rows(schema: &Schema) -> RecordBatch {
+pub(crate) fn every_type_rows(schema: &Schema) -> RecordBatch {
     let arrow = schema.arrow_schema();
     let columns: Vec<ArrayRef> = ColumnType::ALL
         .iter()
