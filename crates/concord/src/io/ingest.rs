@@ -66,8 +66,8 @@ pub(crate) fn detect_format(path: &Path) -> Result<InputFormat, InputError> {
     }
 }
 
-/// Receives a file's batches (or spliced data files) as they are read, with the field ids of the table columns
-/// the file has. An error stops the reading.
+/// Receives a file's batches (or spliced data files) as they are read, with the field
+/// ids of the table columns the file has. An error stops the reading.
 pub(crate) type Emit<'e, T = RecordBatch> = dyn FnMut(T, &[u32]) -> Result<(), InputError> + 'e;
 
 /// Reads a local file, handing `emit` its batches in file order (no empty ones), each
