@@ -233,10 +233,10 @@ fn encode(schema: &Schema, batches: Vec<RecordBatch>, size_hint: usize) -> Resul
         keep.push(0); // a data file needs a column to carry its row count
     }
     let file_schema = std::sync::Arc::new(schema.arrow_schema_with_field_ids().project(&keep).map_err(WriteError::encode)?);
-    let mut props = WriterProperties::builder().set_compression(Compression::SNAPPY).set_statistics_enabled(EnabledStatistics::Page);
+    let mut props = WriterProperties::builder().set_compression(Compression::LZ4_RAW).set_statistics_enabled(EnabledStatistics::Page);
     // Floats inside lists and vectors (embeddings): no dictionary (their values hardly
     // repeat: hashing them is wasted) and no statistics (nothing prunes on elements);
-    // those of a list or vector column that snappy hardly shrinks, no compression.
+    // those of a list or vector column that LZ4 hardly shrinks, no compression.
     let parquet_schema = parquet::arrow::ArrowSchemaConverter::new().convert(&file_schema).map_err(WriteError::encode)?;
     for leaf in parquet_schema.columns() {
         if leaf.max_rep_level() > 0 && matches!(leaf.physical_type(), parquet::basic::Type::FLOAT | parquet::basic::Type::DOUBLE) {
@@ -378,7 +378,7 @@ fn repeats(sample: &ArrayRef) -> bool {
     distinct.len() * 2 <= values
 }
 
-/// Whether snappy saves at least an eighth of the bytes of a plain-encoded column of
+/// Whether LZ4 saves at least an eighth of the bytes of a plain-encoded column of
 /// these values (judged on the first [`JUDGED_BYTES`] of the sample's value bytes).
 /// Measurements and random ids hardly compress: written uncompressed, they cost no
 /// compression to write and no decompression to read, for at most an eighth more
@@ -428,7 +428,7 @@ fn elements(sample: &ArrayRef) -> Option<ArrayRef> {
     Some(values.slice(start, end - start))
 }
 
-/// Bytes of a sample that snappy compresses to judge a column (text or vectors
+/// Bytes of a sample that LZ4 compresses to judge a column (text or vectors
 /// can make a sample of megabytes).
 const JUDGED_BYTES: usize = 256 << 10;
 
@@ -438,11 +438,7 @@ fn compresses_bytes(values: &[u8]) -> bool {
         return true;
     }
     let values = &values[..values.len().min(JUDGED_BYTES)];
-    let mut out = vec![0; snap::raw::max_compress_len(values.len())];
-    match snap::raw::Encoder::new().compress(values, &mut out) {
-        Ok(n) => n * 8 <= values.len() * 7,
-        Err(_) => true,
-    }
+    lz4_flex::block::compress(values).len() * 8 <= values.len() * 7
 }
 
 /// Whether an integer column (or a date, time or timestamp, stored as one) steps by
@@ -576,7 +572,7 @@ mod tests {
         assert!(chunks[0].compressed_size() < 4096, "{}", chunks[0].compressed_size());
     }
 
-    /// Columns snappy hardly shrinks (random measurements, hashed ids, random bytes,
+    /// Columns LZ4 hardly shrinks (random measurements, hashed ids, random bytes,
     /// the floats of random vectors) are written uncompressed; text and lists that
     /// repeat themselves are compressed; every value reads back.
     #[test]
@@ -609,8 +605,8 @@ mod tests {
         )
         .unwrap();
         let compressions: Vec<Compression> = round_trip(&schema, &batch).iter().map(|c| c.compression()).collect();
-        let (plain, snappy) = (Compression::UNCOMPRESSED, Compression::SNAPPY);
-        assert_eq!(compressions, [plain, plain, plain, snappy, snappy, plain, snappy]);
+        let (plain, lz4) = (Compression::UNCOMPRESSED, Compression::LZ4_RAW);
+        assert_eq!(compressions, [plain, plain, plain, lz4, lz4, plain, lz4]);
         // Small samples are not judged: compressed.
         assert!(compresses(&(Arc::new(Int64Array::from_iter_values((0..100).map(|i| mix(i) as i64))) as ArrayRef)));
         // A slice is judged on its own values, not its whole buffer.

@@ -15,7 +15,7 @@ use parquet::file::properties::WriterProperties;
 use crate::common::*;
 
 /// `batch` as a Parquet file of row groups of `group_rows` rows (the parquet crate's
-/// defaults otherwise: dictionaries, snappy, statistics and page indexes).
+/// defaults otherwise: dictionaries, statistics and page indexes).
 fn write_groups(path: &Path, batch: &RecordBatch, group_rows: usize) {
     let props = WriterProperties::builder().set_max_row_group_row_count(Some(group_rows)).build();
     let mut writer = parquet::arrow::ArrowWriter::try_new(std::fs::File::create(path).unwrap(), batch.schema(), Some(props)).unwrap();
