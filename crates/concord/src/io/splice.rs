@@ -57,7 +57,7 @@ pub(crate) struct Plan {
     files: Vec<Vec<usize>>,
 }
 
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct Column {
     /// Its table column (index in the schema's fields).
     field: usize,
@@ -219,11 +219,10 @@ fn write_file(
         let f = &schema.fields[c.field];
         f.nullable && f.default.is_none() && batches.iter().all(|b| b.column(c.field).null_count() == b.num_rows())
     };
-    let mut columns: Vec<&Column> = plan.columns.iter().filter(|c| !all_null(c)).collect();
-    if columns.is_empty() {
-        columns.extend(plan.columns.first());
+    let mut kept: Vec<Column> = plan.columns.iter().filter(|c| !all_null(c)).cloned().collect();
+    if kept.is_empty() {
+        kept.extend(plan.columns.first().cloned());
     }
-    let kept: Vec<Column> = columns.iter().map(|c| Column { field: c.field, leaf: c.leaf, optional: c.optional }).collect();
     let arrow_schema = file_arrow_schema(schema, &kept);
     let parquet_schema = ArrowSchemaConverter::new().convert(&arrow_schema)?;
     let mut props = WriterProperties::builder().build();

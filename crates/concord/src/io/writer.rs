@@ -128,11 +128,8 @@ impl<'a> FragmentWriter<'a> {
             self.flush().await?;
         }
         self.upload().await?;
-        let path = naming::data_file_name(self.env.new_uuid());
-        let size_bytes = file.bytes.len() as u64;
-        let fragment = NewFragment { files: vec![DataFile { path, fields: file.fields, size_bytes, stats: file.stats }], rows: file.rows };
-        self.uploading = Some(Upload { fragment, bytes: Bytes::from(file.bytes) });
         self.reported.rows += file.rows;
+        self.uploading = Some(self.upload_of(file.bytes, file.fields, file.stats, file.rows));
         self.report();
         Ok(())
     }
@@ -179,11 +176,16 @@ impl<'a> FragmentWriter<'a> {
             encode(self.schema, batches, size_hint)
         };
         let (bytes, fields, stats) = encoded?;
+        self.uploading = Some(self.upload_of(bytes, fields, stats, rows));
+        Ok(())
+    }
+
+    /// An encoded file under a fresh name, ready to upload.
+    fn upload_of(&self, bytes: Vec<u8>, fields: Vec<u32>, stats: Vec<ColumnStats>, rows: u64) -> Upload {
         let path = naming::data_file_name(self.env.new_uuid());
         let size_bytes = bytes.len() as u64;
         let fragment = NewFragment { files: vec![DataFile { path, fields, size_bytes, stats }], rows };
-        self.uploading = Some(Upload { fragment, bytes: Bytes::from(bytes) });
-        Ok(())
+        Upload { fragment, bytes: Bytes::from(bytes) }
     }
 
     /// Uploads the last file encoded, if any.
