@@ -447,6 +447,11 @@ pub(crate) fn first_row_outside(
 }
 
 impl Predicate {
+    /// The planned expression, over `self.schema`.
+    pub(crate) fn expr(&self) -> &Arc<dyn PhysicalExpr> {
+        &self.expr
+    }
+
     /// Rows of `batch` (which has `self.schema`) for which the predicate is true.
     /// NULL counts as false.
     pub(crate) fn evaluate(&self, batch: &RecordBatch) -> Result<BooleanArray, ArrowError> {

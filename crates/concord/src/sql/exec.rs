@@ -48,10 +48,14 @@ impl ScanExec {
         shown: (String, u64),
         metrics: Arc<Mutex<ScanMetrics>>,
     ) -> ScanExec {
-        let partitions = split(fragments, target_partitions);
         let narrowed = plan.predicate.is_some() || limit.is_some();
+        let selectivity = plan.predicate.as_ref().map_or(1.0, |p| super::stats::selectivity(&fragments, p));
+        let partitions = split(fragments, target_partitions);
         let of = |fragments: &[Fragment]| {
             let mut s = super::stats::of_fragments(fragments, &plan.fields, narrowed);
+            if plan.predicate.is_some() {
+                s = super::stats::narrowed_to(s, selectivity);
+            }
             if let Some(limit) = limit {
                 s.num_rows = s.num_rows.min(&datafusion::common::stats::Precision::Inexact(limit));
             }
