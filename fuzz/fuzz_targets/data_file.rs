@@ -46,5 +46,6 @@ fuzz_target!(|data: &[u8]| {
     f.runtime.block_on(async {
         f.store.put(&f.path, PutPayload::from(data.to_vec())).await.unwrap();
         let _ = f.table.read_fragment(fragment).await;
+        let _ = f.table.read_fragment_as_sql(fragment).await;
     });
 });

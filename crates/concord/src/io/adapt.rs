@@ -36,11 +36,39 @@ pub(crate) fn to_table_columns(
                 // Files are written in the table's types; a value that does not convert
                 // means the file is not what its manifest says (never a silent NULL).
                 Some(i) => cast_with_options(batch.column(i), out.data_type(), &CastOptions { safe: false, ..Default::default() }),
-                None => Ok(field.default_array(rows)),
+                None => {
+                    let default = field.default_array(rows);
+                    if default.data_type() == out.data_type() {
+                        Ok(default)
+                    } else {
+                        cast_with_options(&default, out.data_type(), &CastOptions { safe: false, ..Default::default() })
+                    }
+                }
             }
         })
         .collect::<Result<Vec<ArrayRef>, ArrowError>>()?;
     RecordBatch::try_new_with_options(target.clone(), columns, &RecordBatchOptions::new().with_row_count(Some(rows)))
+}
+
+/// `schema` with its top-level `Utf8` columns as `Utf8View`, as SQL reads them (what
+/// DataFusion's own Parquet tables do): a view decodes without copying the bytes of a
+/// dictionary- or plain-encoded page and compares by its inline prefix first.
+pub(crate) fn with_string_views(schema: &arrow::datatypes::Schema) -> arrow::datatypes::Schema {
+    use arrow::datatypes::{DataType, Field};
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| match f.data_type() {
+            DataType::Utf8 => f.as_ref().clone().with_data_type(DataType::Utf8View),
+            _ => f.as_ref().clone(),
+        })
+        .collect();
+    arrow::datatypes::Schema::new_with_metadata(fields, schema.metadata().clone())
+}
+
+/// Whether `schema` has a column read as string views.
+pub(crate) fn has_string_views(schema: &arrow::datatypes::Schema) -> bool {
+    schema.fields().iter().any(|f| f.data_type() == &arrow::datatypes::DataType::Utf8View)
 }
 
 /// The file column index holding field `id`, if the file has it.

@@ -315,12 +315,14 @@ pub(crate) fn compile(sql: &str, table: &Schema, now: DateTime<Utc>) -> Result<P
     Ok(Predicate::new(sql.to_string(), fields, schema, physical, now))
 }
 
-/// The conjunction of `filters`, DataFusion expressions over columns of `table` that a
-/// query pushed into a scan, compiled like [`compile`] but planned with the query's
-/// session (its `now()`, its settings). `None` without filters.
+/// The conjunction of `filters`, DataFusion expressions over columns of `table` (whose
+/// Arrow types the query sees are `full`'s) that a query pushed into a scan, compiled
+/// like [`compile`] but planned with the query's session (its `now()`, its settings).
+/// `None` without filters.
 pub(crate) fn from_filters(
     filters: &[Expr],
     table: &Schema,
+    full: &SchemaRef,
     state: &dyn datafusion::catalog::Session,
 ) -> Result<Option<Predicate>, DataFusionError> {
     let Some(expr) = datafusion::logical_expr::utils::conjunction(filters.iter().cloned()) else { return Ok(None) };
@@ -328,7 +330,6 @@ pub(crate) fn from_filters(
     let expr = datafusion::logical_expr::expr_rewriter::unnormalize_col(expr);
     let referenced = expr.column_refs();
     let fields: Vec<Field> = table.fields.iter().filter(|f| referenced.iter().any(|c| c.name == f.name)).cloned().collect();
-    let full = table.arrow_schema();
     let indices: Vec<usize> = fields.iter().map(|f| full.index_of(&f.name).expect("field exists")).collect();
     let schema: SchemaRef = Arc::new(full.project(&indices)?);
     let df_schema = DFSchema::try_from(schema.as_ref().clone())?;

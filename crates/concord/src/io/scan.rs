@@ -16,13 +16,13 @@ use datafusion::common::{Column, ScalarValue};
 use futures::stream::{self, BoxStream};
 use futures::{future, StreamExt, TryStreamExt};
 use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
-use parquet::arrow::arrow_reader::{ArrowPredicateFn, ArrowReaderOptions, RowFilter};
+use parquet::arrow::arrow_reader::{ArrowPredicateFn, ArrowReaderMetadata, ArrowReaderOptions, RowFilter};
 use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
 use parquet::file::metadata::ParquetMetaData;
 
 use roaring::RoaringBitmap;
 
-use super::adapt::{file_column, to_table_columns};
+use super::adapt::{file_column, has_string_views, to_table_columns, with_string_views};
 use super::deletion;
 use super::file_reader::DataFileReader;
 use super::guard::Guarded;
@@ -208,7 +208,8 @@ struct OpenedFile {
     corrupt: CorruptFile,
 }
 
-async fn open_file(store: &TableStore, fragment: &Fragment) -> Result<OpenedFile, ScanError> {
+/// Opens `fragment`'s data file; with `views`, its string columns decode as `Utf8View`.
+async fn open_file(store: &TableStore, fragment: &Fragment, views: bool) -> Result<OpenedFile, ScanError> {
     let [file] = fragment.files.as_slice() else {
         let reason = format!("fragment {} has {} data files; this concord reads exactly one", fragment.id, fragment.files.len());
         return Err(CorruptObject { path: format!("fragment {}", fragment.id), reason }.into());
@@ -216,13 +217,17 @@ async fn open_file(store: &TableStore, fragment: &Fragment) -> Result<OpenedFile
     let shown = store.display(&file.path);
     let corrupt: CorruptFile = Arc::new(move |e| ScanError::Corrupt(CorruptObject { path: shown.clone(), reason: e.to_string() }));
     let (object_store, path) = store.ranged_reads(&file.path);
-    let reader = DataFileReader::new(object_store, path, file.size_bytes);
+    let mut reader = DataFileReader::new(object_store, path, file.size_bytes);
     // Types come from the Parquet schema, not the embedded Arrow schema: arrow-ipc can
     // panic on a corrupt one (found by the data_file fuzz target), and columns are
     // matched by field id and cast to the table's types anyway.
     let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
-    let builder =
-        ParquetRecordBatchStreamBuilder::new_with_options(reader, options).await.map_err(|e| corrupt(&e))?.with_batch_size(BATCH_ROWS);
+    let mut metadata = ArrowReaderMetadata::load_async(&mut reader, options.clone()).await.map_err(|e| corrupt(&e))?;
+    if views {
+        let schema = Arc::new(with_string_views(metadata.schema()));
+        metadata = ArrowReaderMetadata::try_new(metadata.metadata().clone(), options.with_schema(schema)).map_err(|e| corrupt(&e))?;
+    }
+    let builder = ParquetRecordBatchStreamBuilder::new_with_metadata(reader, metadata).with_batch_size(BATCH_ROWS);
     let mut row_groups = Vec::with_capacity(builder.metadata().num_row_groups());
     let mut start = 0u64;
     for rg in builder.metadata().row_groups() {
@@ -263,7 +268,8 @@ async fn open_fragment(
     plan: Arc<ScanPlan>,
     metrics: &std::sync::Mutex<ScanMetrics>,
 ) -> Result<BoxStream<'static, Result<RecordBatch, ScanError>>, ScanError> {
-    let file = open_file(store, fragment).await?;
+    let views = has_string_views(&plan.output) || plan.predicate.as_ref().is_some_and(|p| has_string_views(&p.schema));
+    let file = open_file(store, fragment, views).await?;
     metrics.lock().unwrap_or_else(|e| e.into_inner()).files_opened += 1;
     let mut keep: Vec<usize> = (0..file.row_groups.len()).collect();
     let mut builder_filter = None;
@@ -359,7 +365,7 @@ pub(crate) async fn fragment_matches(store: &TableStore, fragment: &Fragment, te
             return Ok(RoaringBitmap::new());
         }
     }
-    let file = open_file(store, fragment).await?;
+    let file = open_file(store, fragment, false).await?;
     let (keep, columns) = file.plan_filter(test)?;
     let mut matches = RoaringBitmap::new();
     if columns.is_empty() {

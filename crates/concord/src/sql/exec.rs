@@ -52,7 +52,7 @@ impl ScanExec {
         let selectivity = plan.predicate.as_ref().map_or(1.0, |p| super::stats::selectivity(&fragments, p));
         let partitions = split(fragments, target_partitions);
         let of = |fragments: &[Fragment]| {
-            let mut s = super::stats::of_fragments(fragments, &plan.fields, narrowed);
+            let mut s = super::stats::in_types(super::stats::of_fragments(fragments, &plan.fields, narrowed), &plan.output);
             if plan.predicate.is_some() {
                 s = super::stats::narrowed_to(s, selectivity);
             }

@@ -10,13 +10,14 @@ mod stats;
 
 use std::sync::Arc;
 
-use arrow::array::RecordBatch;
-use arrow::datatypes::SchemaRef;
+use arrow::array::{RecordBatch, RecordBatchOptions};
+use arrow::datatypes::{DataType, Field, FieldRef, Schema as ArrowSchema, SchemaRef};
 use chrono::{DateTime, Utc};
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::TableReference;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::logical_expr::LogicalPlan;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::Statement as DFStatement;
 use futures::stream::BoxStream;
@@ -126,8 +127,46 @@ impl SqlSession {
         let plan = state.statement_to_plan(statement).await?;
         refuse_changes(&plan)?;
         let frame = self.context.execute_logical_plan(plan).await?;
-        let stream = frame.execute_stream().await?;
+        let stream = plain_strings(frame.execute_stream().await?)?;
         Ok(SqlStream { schema: stream.schema(), stream })
+    }
+}
+
+/// `stream` with its strings as `Utf8` (and lists and structs of them likewise), as
+/// answers always were: scans read `varchar` as `Utf8View` for speed, which callers
+/// of [`SqlSession`] never see.
+fn plain_strings(stream: SendableRecordBatchStream) -> Result<SendableRecordBatchStream, SqlError> {
+    let schema = stream.schema();
+    let fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone().with_data_type(plain(f.data_type()))).collect();
+    let target = Arc::new(ArrowSchema::new_with_metadata(fields, schema.metadata().clone()));
+    if target == schema {
+        return Ok(stream);
+    }
+    let out = target.clone();
+    let batches = stream.map(move |batch| {
+        let batch = batch?;
+        let columns = batch
+            .columns()
+            .iter()
+            .zip(out.fields())
+            .map(|(c, f)| if c.data_type() == f.data_type() { Ok(c.clone()) } else { arrow::compute::cast(c, f.data_type()) })
+            .collect::<Result<Vec<_>, _>>()?;
+        let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+        Ok(RecordBatch::try_new_with_options(out.clone(), columns, &options)?)
+    });
+    Ok(Box::pin(RecordBatchStreamAdapter::new(target, batches)))
+}
+
+/// `t` with `Utf8View` as `Utf8`, at any depth of lists and structs.
+fn plain(t: &DataType) -> DataType {
+    let field = |f: &FieldRef| Arc::new(f.as_ref().clone().with_data_type(plain(f.data_type())));
+    match t {
+        DataType::Utf8View => DataType::Utf8,
+        DataType::List(f) => DataType::List(field(f)),
+        DataType::LargeList(f) => DataType::LargeList(field(f)),
+        DataType::FixedSizeList(f, n) => DataType::FixedSizeList(field(f), *n),
+        DataType::Struct(fields) => DataType::Struct(fields.iter().map(field).collect()),
+        other => other.clone(),
     }
 }
 

@@ -15,6 +15,7 @@ use datafusion::physical_plan::ExecutionPlan;
 use super::error::ScanFailure;
 use super::exec::ScanExec;
 use crate::format::schema::Field;
+use crate::io::adapt::with_string_views;
 use crate::io::predicate;
 use crate::io::scan::{prune, ScanMetrics, ScanPlan};
 use crate::table::Table;
@@ -28,7 +29,8 @@ use crate::table::Table;
 /// applies it exactly to the rows it decodes (filter columns first, the others only for
 /// matching rows), so DataFusion does not filter again. Fragments are split across
 /// the session's target partitions. Statistics (row counts, bounds, NULL counts) come
-/// from the manifest.
+/// from the manifest. `varchar` columns are `Utf8View` here, as in DataFusion's own
+/// Parquet tables ([`crate::SqlSession`] hands answers back as `Utf8`).
 #[derive(Debug, Clone)]
 pub struct SqlTableProvider {
     table: Table,
@@ -40,7 +42,7 @@ pub struct SqlTableProvider {
 impl SqlTableProvider {
     /// The provider of `table`'s version.
     pub fn new(table: Table) -> Self {
-        let schema = table.schema().arrow_schema();
+        let schema = Arc::new(with_string_views(&table.schema().arrow_schema()));
         SqlTableProvider { table, schema, metrics: Arc::default() }
     }
 
@@ -101,7 +103,7 @@ impl TableProvider for SqlTableProvider {
             None => self.schema.clone(),
             Some(indices) => Arc::new(self.schema.project(indices)?),
         };
-        let predicate = predicate::from_filters(filters, schema, state)?;
+        let predicate = predicate::from_filters(filters, schema, &self.schema, state)?;
         let plan = Arc::new(ScanPlan { fields, output, predicate });
         let fragments = self.table.fragments().await.map_err(ScanFailure::wrap)?;
         let fragments = prune(fragments, &plan, &self.metrics);

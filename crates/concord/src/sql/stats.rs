@@ -39,7 +39,7 @@ pub(crate) fn of_fragments(fragments: &[Fragment], fields: &[Field], narrowed: b
 /// order and broadcast joins are chosen from these estimates, so an exact filter
 /// inside the scan must not look like no filter at all.
 pub(crate) fn selectivity(fragments: &[Fragment], predicate: &Predicate) -> f64 {
-    let input = of_fragments(fragments, &predicate.fields, false);
+    let input = in_types(of_fragments(fragments, &predicate.fields, false), &predicate.schema);
     let Some(&rows) = input.num_rows.get_value() else { return 1.0 };
     if rows == 0 {
         return 1.0;
@@ -50,6 +50,25 @@ pub(crate) fn selectivity(fragments: &[Fragment], predicate: &Predicate) -> f64 
         Some(kept) => (kept as f64 / rows as f64).clamp(0.0, 1.0),
         None => 1.0,
     }
+}
+
+/// `stats` with its bounds in `schema`'s types (a `varchar` bound as a `Utf8View` one
+/// where SQL reads strings as views); a bound that does not convert is dropped.
+pub(crate) fn in_types(mut stats: Statistics, schema: &arrow::datatypes::Schema) -> Statistics {
+    for (column, field) in stats.column_statistics.iter_mut().zip(schema.fields()) {
+        for bound in [&mut column.min_value, &mut column.max_value] {
+            let converted = match &*bound {
+                Precision::Exact(v) | Precision::Inexact(v) if v.data_type() != *field.data_type() => v.cast_to(field.data_type()).ok(),
+                _ => continue,
+            };
+            *bound = match (converted, bound.is_exact() == Some(true)) {
+                (Some(v), true) => Precision::Exact(v),
+                (Some(v), false) => Precision::Inexact(v),
+                (None, _) => Precision::Absent,
+            };
+        }
+    }
+    stats
 }
 
 /// `stats` of a scan narrowed to `selectivity` of its rows: the row count scaled,

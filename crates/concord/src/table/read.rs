@@ -186,8 +186,18 @@ impl Table {
     /// schema). With [`Table::fragments`], lets a checker read each immutable
     /// (fragment, deletion vector) pair once across many versions.
     pub async fn read_fragment(&self, fragment: &Fragment) -> Result<Vec<RecordBatch>, ScanError> {
-        let schema = self.schema();
-        let plan = Arc::new(crate::io::scan::ScanPlan { fields: schema.fields.clone(), output: schema.arrow_schema(), predicate: None });
+        self.read_fragment_as(fragment, self.schema().arrow_schema()).await
+    }
+
+    /// [`Table::read_fragment`] decoded as SQL decodes it (strings as `Utf8View`): the
+    /// fuzz target and its corpus hold both decoders to the same guards.
+    #[doc(hidden)]
+    pub async fn read_fragment_as_sql(&self, fragment: &Fragment) -> Result<Vec<RecordBatch>, ScanError> {
+        self.read_fragment_as(fragment, Arc::new(crate::io::adapt::with_string_views(&self.schema().arrow_schema()))).await
+    }
+
+    async fn read_fragment_as(&self, fragment: &Fragment, output: arrow::datatypes::SchemaRef) -> Result<Vec<RecordBatch>, ScanError> {
+        let plan = Arc::new(crate::io::scan::ScanPlan { fields: self.schema().fields.clone(), output, predicate: None });
         crate::io::scan::read_fragment(&self.store, fragment, plan).await
     }
 

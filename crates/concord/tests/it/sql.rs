@@ -1,4 +1,5 @@
-//! SQL through the library: the provider's statistics skip fragments and files.
+//! SQL through the library: the provider's statistics skip fragments and files; strings
+//! read as views come back as Utf8.
 
 use std::sync::Arc;
 
@@ -57,6 +58,16 @@ async fn statistics_skip_fragments_for_lookups_and_ranges() {
 
     let (none, metrics, _) = run("SELECT * FROM t WHERE id > 1000000 OR name = 'zzz'").await;
     assert_eq!((rows(&none), metrics.files_opened), (0, 0));
+
+    // Strings are read as views inside a query and handed back as Utf8 (computed ones
+    // too); a string filter prunes by the manifest's bounds (as text, `n12345` falls
+    // within `n0..n999`, `n1000..n1999` and `n12000..n12999`).
+    let (found, metrics, _) = run("SELECT name, upper(name) AS u, count(*) OVER () AS c FROM t WHERE name = 'n12345'").await;
+    assert_eq!(rows(&found), 1);
+    let utf8 = concord::arrow::datatypes::DataType::Utf8;
+    assert_eq!((found[0].schema().field(0).data_type(), found[0].schema().field(1).data_type()), (&utf8, &utf8));
+    assert_eq!(found[0].column(1).as_any().downcast_ref::<concord::arrow::array::StringArray>().unwrap().value(0), "N12345");
+    assert_eq!(metrics.files_opened, 3, "{metrics:?}");
 
     // Concord's own scan path (scan, count --where) skips the same fragments.
     let scan = table.scan(ScanOptions { filter: Some("id = 12345".into()), ..Default::default() }).await.unwrap();
