@@ -30,21 +30,19 @@ pub(crate) fn to_table_columns(
                 .fields()
                 .iter()
                 .position(|bf| file_schema.index_of(bf.name()).ok().and_then(|i| file_fields.get(i)).copied() == Some(field.id));
-            match found {
-                Some(i) if batch.column(i).data_type() == out.data_type() => Ok(batch.column(i).clone()),
-                Some(i) if field.column_type.is_nested() => super::nested::by_id(batch.column(i), &field.column_type, out.data_type()),
-                // Files are written in the table's types; a value that does not convert
-                // means the file is not what its manifest says (never a silent NULL).
-                Some(i) => cast_with_options(batch.column(i), out.data_type(), &CastOptions { safe: false, ..Default::default() }),
-                None => {
-                    let default = field.default_array(rows);
-                    if default.data_type() == out.data_type() {
-                        Ok(default)
-                    } else {
-                        cast_with_options(&default, out.data_type(), &CastOptions { safe: false, ..Default::default() })
-                    }
+            let column = match found {
+                Some(i) if field.column_type.is_nested() && batch.column(i).data_type() != out.data_type() => {
+                    return super::nested::by_id(batch.column(i), &field.column_type, out.data_type());
                 }
+                Some(i) => batch.column(i).clone(),
+                None => field.default_array(rows),
+            };
+            if column.data_type() == out.data_type() {
+                return Ok(column);
             }
+            // Files are written in the table's types; a value that does not convert
+            // means the file is not what its manifest says (never a silent NULL).
+            cast_with_options(&column, out.data_type(), &CastOptions { safe: false, ..Default::default() })
         })
         .collect::<Result<Vec<ArrayRef>, ArrowError>>()?;
     RecordBatch::try_new_with_options(target.clone(), columns, &RecordBatchOptions::new().with_row_count(Some(rows)))
