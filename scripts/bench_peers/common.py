@@ -20,6 +20,7 @@ Only the standard library here: the driver runs it too, and so do workers that
 import pyarrow, lance or deltalake.
 """
 import json
+import os
 import sys
 import time
 import traceback
@@ -112,3 +113,29 @@ def summarize(records, wall_s):
         "latency_ms": {"p50": percentile(lat, 0.5), "p99": percentile(lat, 0.99), "max": lat[-1] if lat else None},
         "attempts": {"mean": sum(attempts) / len(attempts), "max": max(attempts)} if attempts else None,
     }
+
+
+def cpu_snapshot(pid):
+    """(CPU seconds used by process `pid`, busy and total CPU ticks of the machine), to
+    tell whether a server was the limit of a run; None where /proc is not there."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        ticks = os.sysconf("SC_CLK_TCK")
+        process = (int(fields[11]) + int(fields[12])) / ticks
+        with open("/proc/stat") as f:
+            cpu = [int(x) for x in f.readline().split()[1:]]
+        idle = cpu[3] + cpu[4]
+        return process, sum(cpu) - idle, sum(cpu)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def load_between(before, after, wall_s):
+    """What a run between two `cpu_snapshot`s used: the process's share of one core and
+    the machine's busy share of all its CPUs."""
+    if before is None or after is None or not wall_s:
+        return None
+    total = after[2] - before[2]
+    return {"server_core": round((after[0] - before[0]) / wall_s, 3),
+            "machine_busy": round((after[1] - before[1]) / total, 3) if total else None}

@@ -273,6 +273,9 @@ def run_one(ctx, store, writers, system):
         result["uri"] = uri
         create_table(ctx, system, uri, endpoint, log)
         result["rows_initial"] = count_rows(ctx, system, uri, endpoint, log)
+        # moto's CPU and the machine's during the appends: was the server the limit?
+        server_pid = a.moto_pid if store == "s3" else None
+        before, started = common.cpu_snapshot(server_pid) if server_pid else None, time.monotonic()
         if system == "concord-stress":
             cmd = [a.concord, "stress", uri, "--writers", str(writers), "--ops", str(a.appends),
                    "--mix", "append=1", "--rows", str(common.ROWS_PER_APPEND)]
@@ -318,6 +321,8 @@ def run_one(ctx, store, writers, system):
             records.sort(key=lambda r: (r["writer"], r["index"]))
             result["records"] = records
             result["summary"] = common.summarize(records, wall)
+        if server_pid:
+            result["load"] = common.load_between(before, common.cpu_snapshot(server_pid), time.monotonic() - started)
         s = result["summary"]
         result["rows_final"] = count_rows(ctx, system, uri, endpoint, log)
         result["rows_expected"] = result["rows_initial"] + s["commits"] * common.ROWS_PER_APPEND
@@ -400,6 +405,7 @@ def main():
     p.add_argument("--work-dir", required=True, help="temporary folder: local tables, CSVs, logs")
     p.add_argument("--s3-endpoint", help="moto (needed for the s3 store)")
     p.add_argument("--proxy-endpoint", help="counting proxy in front of moto (requests per commit)")
+    p.add_argument("--moto-pid", type=int, help="moto's process: its CPU during each S3 workload is reported")
     p.add_argument("--stores", default="local,s3")
     p.add_argument("--writers", default="1,4,8,16")
     p.add_argument("--appends", type=int, default=20)

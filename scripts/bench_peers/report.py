@@ -114,6 +114,19 @@ def problems(results):
     return "\n".join(lines)
 
 
+def load_table(results):
+    runs = [r for r in results["runs"] if r.get("load")]
+    if not runs:
+        return ""
+    out = ["| store | W | system | moto, % of one core | machine, % of all CPUs |", "|---|---:|---|---:|---:|"]
+    for r in runs:
+        load = r["load"]
+        busy = load.get("machine_busy")
+        out.append(f"| {r['store']} | {r['writers']} | {LABELS.get(r['system'], r['system'])} | {num(100 * load['server_core'])} | "
+                   f"{num(100 * busy) if busy is not None else '-'} |")
+    return "\n".join(out)
+
+
 def print_report(results, file=sys.stdout):
     m = results["meta"]
     print(f"\n## Concurrent appends: Concord vs Lance vs delta-rs ({m['date']})\n", file=file)
@@ -133,6 +146,10 @@ def print_report(results, file=sys.stdout):
         print("\n### Requests of one append (fresh process, S3 table with 11 versions)\n", file=file)
         print(req, file=file)
         print("\nLIST: bucket listings; PUT_COND: PUT with If-None-Match/If-Match; COPY: PUT with x-amz-copy-source.", file=file)
+    load = load_table(results)
+    if load:
+        print("\n### CPU during the appends (moto serves on one core: near 100%, it was the limit)\n", file=file)
+        print(load, file=file)
     prob = problems(results)
     if prob:
         print("\n### Failures and problems\n", file=file)
