@@ -273,7 +273,8 @@ def run_one(ctx, store, writers, system):
         result["uri"] = uri
         create_table(ctx, system, uri, endpoint, log)
         result["rows_initial"] = count_rows(ctx, system, uri, endpoint, log)
-        # moto's CPU and the machine's during the appends: was the server the limit?
+        # moto's CPU and the machine's from the writers' start to their end: was the
+        # server the limit?
         server_pid = a.moto_pid if store == "s3" else None
         before, started = common.cpu_snapshot(server_pid) if server_pid else None, time.monotonic()
         if system == "concord-stress":

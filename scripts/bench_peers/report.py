@@ -148,7 +148,7 @@ def print_report(results, file=sys.stdout):
         print("\nLIST: bucket listings; PUT_COND: PUT with If-None-Match/If-Match; COPY: PUT with x-amz-copy-source.", file=file)
     load = load_table(results)
     if load:
-        print("\n### CPU during the appends (moto serves on one core: near 100%, it was the limit)\n", file=file)
+        print("\n### CPU during each S3 workload, its writers' start to their end (moto serves on one core: near 100%, it was the limit)\n", file=file)
         print(load, file=file)
     prob = problems(results)
     if prob:
