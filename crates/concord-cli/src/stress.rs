@@ -413,6 +413,11 @@ pub async fn ensure_table(
     Ok(table.latest().await?)
 }
 
+/// How often the parent looks for writers that exited.
+const POLL: Duration = Duration::from_millis(5);
+/// How often a kill is drawn (`--kill-rate` is a probability per period).
+const KILL_PERIOD: Duration = Duration::from_millis(100);
+
 /// Runs the stress test and prints its JSON report; `Err` (exit 1) if not verified.
 pub async fn run(table: Table, args: &StressArgs, global_args: &[String]) -> Result<(), Failure> {
     let mix = validate(args)?;
@@ -425,9 +430,12 @@ pub async fn run(table: Table, args: &StressArgs, global_args: &[String]) -> Res
         children.push(Some(spawn_worker(args, global_args, w as u64, 0, log)?));
     }
     let killer = StdRandom::seeded(args.seed ^ 0x5EED);
-    let (mut killed, started, mut last_report) = (0u64, Instant::now(), Instant::now());
+    let (mut killed, started, mut last_report, mut last_draw) = (0u64, Instant::now(), Instant::now(), Instant::now());
     loop {
-        std::thread::sleep(Duration::from_millis(100));
+        // Exits are seen within POLL (the elapsed time, and so commits/s, is exact to it:
+        // a run shorter than the kill draw's period is timed too); kills are drawn every
+        // KILL_PERIOD.
+        std::thread::sleep(POLL);
         let mut live = Vec::new();
         for (w, child) in children.iter_mut().enumerate() {
             if let Some(c) = child {
@@ -441,7 +449,11 @@ pub async fn run(table: Table, args: &StressArgs, global_args: &[String]) -> Res
         if live.is_empty() {
             break;
         }
-        if args.kill_rate > 0.0 && (killer.next_u64() % 1_000_000) as f64 / 1_000_000.0 < args.kill_rate {
+        let draw = last_draw.elapsed() >= KILL_PERIOD;
+        if draw {
+            last_draw = Instant::now();
+        }
+        if draw && args.kill_rate > 0.0 && (killer.next_u64() % 1_000_000) as f64 / 1_000_000.0 < args.kill_rate {
             let w = live[(killer.next_u64() % live.len() as u64) as usize];
             if let Some(mut c) = children[w].take() {
                 let _ = c.kill(); // SIGKILL
