@@ -220,17 +220,17 @@ impl fmt::Display for Capacity {
     }
 }
 
-/// `writers` writers (as processes) append `appends` one-row batches each, back to
-/// back, through `handles`, on a store serving one request per `service`.
+/// `run.writers` writers (as processes) append `appends` one-row batches each, back to
+/// back, through `handles`, on a store serving one request per `run.service`.
 /// Deterministic for a seed.
-pub fn capacity(seed: u64, (writers, appends, handles): (u64, u64, Handles), service: Duration) -> Capacity {
+pub fn capacity(run: &Run, appends: u64, handles: Handles) -> Capacity {
+    let Run { seed, writers, service, longest_delay_us } = *run;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
     runtime.block_on(async move {
         let server = Arc::new(Server {
             queue: tokio::sync::Mutex::new(()),
             service,
-            // Network delays of 1 to 3 ms (`CONCORD_CAPACITY_DELAY_US`: the longest).
-            delay: 1_000..std::env::var("CONCORD_CAPACITY_DELAY_US").ok().and_then(|s| s.parse().ok()).unwrap_or(3_000),
+            delay: 1_000..longest_delay_us,
             random: StdRandom::seeded(seed),
             counts: Mutex::new(BTreeMap::new()),
         });
@@ -261,28 +261,51 @@ pub fn capacity(seed: u64, (writers, appends, handles): (u64, u64, Handles), ser
     })
 }
 
-/// The seed, writers and service time of a run (`CONCORD_CAPACITY_SEED`,
-/// `CONCORD_CAPACITY_WRITERS`, `CONCORD_CAPACITY_SERVICE_US`: sweeps run locally), 7,
-/// 16 and 5 ms by default.
-fn seed_and_writers() -> (u64, u64, Duration) {
-    let var = |name: &str, default| std::env::var(name).ok().and_then(|s| s.parse().ok()).unwrap_or(default);
-    (var("CONCORD_CAPACITY_SEED", 7), var("CONCORD_CAPACITY_WRITERS", 16), Duration::from_micros(var("CONCORD_CAPACITY_SERVICE_US", 5_000)))
+/// What a run is made of: seed, writers, the store's service time per request and the
+/// longest network delay (delays are 1 ms to it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Run {
+    pub seed: u64,
+    pub writers: u64,
+    pub service: Duration,
+    pub longest_delay_us: u64,
+}
+
+impl Run {
+    /// The defaults: seed 7, 16 writers, 5 ms a request (moto's 200 requests/s on this
+    /// machine), delays up to 3 ms.
+    const DEFAULT: Run = Run { seed: 7, writers: 16, service: Duration::from_millis(5), longest_delay_us: 3_000 };
+
+    /// The defaults, each replaced by its variable where set (`CONCORD_CAPACITY_SEED`,
+    /// `_WRITERS`, `_SERVICE_US`, `_DELAY_US`: sweeps run locally; the tests' bounds hold
+    /// at the defaults only).
+    fn from_env() -> Run {
+        let var = |name: &str, default| std::env::var(name).ok().and_then(|s| s.parse().ok()).unwrap_or(default);
+        let d = Run::DEFAULT;
+        Run {
+            seed: var("CONCORD_CAPACITY_SEED", d.seed),
+            writers: var("CONCORD_CAPACITY_WRITERS", d.writers),
+            service: Duration::from_micros(var("CONCORD_CAPACITY_SERVICE_US", d.service.as_micros() as u64)),
+            longest_delay_us: var("CONCORD_CAPACITY_DELAY_US", d.longest_delay_us),
+        }
+    }
 }
 
 /// 16 processes x 20 appends on a store serving 200 requests/s (moto's figure on this
 /// machine), each with one handle (as `concord stress`): prints what the protocol costs.
 #[test]
 fn requests_per_commit_at_capacity() {
-    let (seed, writers, service) = seed_and_writers();
-    let c = capacity(seed, (writers, 20, Handles::PerWriter), service);
-    eprintln!("{writers} writers x 20 appends, {:.0} requests/s (seed {seed}): {c}", 1.0 / service.as_secs_f64());
+    let run = Run::from_env();
+    let (seed, writers) = (run.seed, run.writers);
+    let c = capacity(&run, 20, Handles::PerWriter);
+    eprintln!("{writers} writers x 20 appends, {:.0} requests/s (seed {seed}): {c}", 1.0 / run.service.as_secs_f64());
     assert_eq!(c.commits, (writers * 20) as usize);
     assert_eq!(c.failed, 0);
     assert_eq!(c.announced_left, 0, "every announcement retired");
     // Measured 6.8 at seed 7 (6.9 over seeds 1-10), worst 4 attempts at every seed: the
     // bounds catch a protocol change that costs requests or attempts before a benchmark
     // does.
-    if writers == 16 && seed == 7 && service == Duration::from_millis(5) {
+    if run == Run::DEFAULT {
         let per_commit = c.total_requests as f64 / c.commits as f64;
         assert!(per_commit <= 7.5, "{per_commit:.2} requests per append");
         assert!(c.max_attempts <= 4, "an append took {} attempts", c.max_attempts);
@@ -293,15 +316,16 @@ fn requests_per_commit_at_capacity() {
 /// per append).
 #[test]
 fn requests_per_cold_commit_at_capacity() {
-    let (seed, writers, service) = seed_and_writers();
-    let c = capacity(seed, (writers, 20, Handles::PerAppend), service);
-    eprintln!("{writers} writers x 20 cold appends, {:.0} requests/s (seed {seed}): {c}", 1.0 / service.as_secs_f64());
+    let run = Run::from_env();
+    let (seed, writers) = (run.seed, run.writers);
+    let c = capacity(&run, 20, Handles::PerAppend);
+    eprintln!("{writers} writers x 20 cold appends, {:.0} requests/s (seed {seed}): {c}", 1.0 / run.service.as_secs_f64());
     assert_eq!(c.commits, (writers * 20) as usize);
     assert_eq!(c.failed, 0);
     assert_eq!(c.announced_left, 0, "every announcement retired");
     // Measured 9.0 at seed 7 (9.3 over seeds 1-10; the open adds a LIST and a GET of
     // the latest version), worst 4 attempts at every seed.
-    if writers == 16 && seed == 7 && service == Duration::from_millis(5) {
+    if run == Run::DEFAULT {
         let per_commit = c.total_requests as f64 / c.commits as f64;
         assert!(per_commit <= 9.5, "{per_commit:.2} requests per append");
         assert!(c.max_attempts <= 4, "an append took {} attempts", c.max_attempts);
