@@ -87,7 +87,86 @@ pub fn announcement(path: &str, bytes: &[u8]) -> Result<Announcement, CorruptObj
     Ok(announcement)
 }
 
+/// The announcement an announcement's name carries (`<micros>-<id>.<inline>.json`;
+/// `None` for a name without content: its object holds it). Bounded: the name is at
+/// most an object key (1,024 bytes), and it inflates to at most [`INLINE_LIMIT`]. The
+/// transaction must be the one the name announces.
+pub fn inline_announcement(path: &str, name: &str) -> Result<Option<Announcement>, CorruptObject> {
+    use base64::Engine;
+    let Some(inline) = naming::announcement_inline(name) else { return Ok(None) };
+    if inline.len() > MAX_KEY_BYTES {
+        return Err(corrupt(path, format!("its name carries {} bytes, more than an object key holds", inline.len())));
+    }
+    let deflated = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(inline).map_err(|e| corrupt(path, e))?;
+    let bytes = miniz_oxide::inflate::decompress_to_vec_with_limit(&deflated, INLINE_LIMIT)
+        .map_err(|e| corrupt(path, format!("its name's content does not inflate: {e}")))?;
+    let announcement = announcement(path, &bytes)?;
+    if naming::announced_id(name) != Some(announcement.transaction.id) {
+        return Err(corrupt(path, "its name's content announces another transaction"));
+    }
+    Ok(Some(announcement))
+}
+
+/// The longest object key on S3, Azure and GCS, in bytes.
+pub(crate) const MAX_KEY_BYTES: usize = 1024;
+
+/// The most bytes an announcement's name inflates to (its key is at most
+/// [`MAX_KEY_BYTES`]; an announcement compresses about 2:1).
+const INLINE_LIMIT: usize = 64 * 1024;
+
 /// A deletion vector (a serialized roaring bitmap of deleted row offsets).
 pub fn deletion_vector(path: &str, bytes: &[u8]) -> Result<RoaringBitmap, CorruptObject> {
     RoaringBitmap::deserialize_from(bytes).map_err(|e| corrupt(path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::Utc;
+    use uuid::Uuid;
+
+    use super::*;
+    use crate::format::manifest::Operation;
+    use crate::format::schema::Schema;
+    use crate::format::staged::StagedOptions;
+
+    fn announced(id: Uuid) -> Announcement {
+        let transaction = PreparedTransaction {
+            id,
+            read_version: 3,
+            read_schema: Schema::parse("id bigint not null, name varchar").unwrap(),
+            read_next_fragment_id: 7,
+            operation: Operation::Append { fragments: vec![] },
+            now: None,
+            staged: StagedOptions::default(),
+        };
+        Announcement { transaction, deadline: Utc::now() }
+    }
+
+    #[test]
+    fn an_announcement_name_carries_the_announcement_exactly() {
+        let id = Uuid::new_v4();
+        let bytes = crate::encode::announcement(&announced(id));
+        let inline = crate::encode::announcement_inline(&bytes);
+        assert!(inline.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'), "{inline}");
+        let name = naming::announcement_name(1, id, Some(&inline));
+        let decoded = inline_announcement("t/x", &name).unwrap().expect("carried");
+        assert_eq!(crate::encode::announcement(&decoded), bytes);
+        assert!(inline_announcement("t/x", &naming::announcement_name(1, id, None)).unwrap().is_none(), "no content: read the object");
+    }
+
+    #[test]
+    fn a_name_that_does_not_decode_or_announces_another_transaction_is_refused() {
+        let (id, other) = (Uuid::new_v4(), Uuid::new_v4());
+        let inline = crate::encode::announcement_inline(&crate::encode::announcement(&announced(other)));
+        assert!(inline_announcement("t/x", &naming::announcement_name(1, id, Some(&inline))).is_err(), "another transaction's content");
+        for garbage in ["not base64!", "AAAA", &"A".repeat(2000)] {
+            assert!(inline_announcement("t/x", &naming::announcement_name(1, id, Some(garbage))).is_err(), "{garbage}");
+        }
+        // A bomb: a small name that inflates past the limit.
+        use base64::Engine;
+        let bomb = miniz_oxide::deflate::compress_to_vec(&vec![b' '; INLINE_LIMIT * 4], 9);
+        let bomb = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bomb);
+        assert!(bomb.len() < MAX_KEY_BYTES);
+        assert!(inline_announcement("t/x", &naming::announcement_name(1, id, Some(&bomb))).is_err());
+    }
 }

@@ -22,6 +22,14 @@ pub(crate) fn announcement(announcement: &Announcement) -> Bytes {
     Bytes::from(serde_json::to_vec(announcement).expect("announcements always serialize"))
 }
 
+/// An announcement's content (`announcement`'s bytes) as its name may carry it:
+/// raw DEFLATE, then URL-safe base64 without padding (letters, digits, `-` and `_`:
+/// valid in an object key on every store, and free of the `.` that ends the id).
+pub(crate) fn announcement_inline(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(miniz_oxide::deflate::compress_to_vec(bytes, 9))
+}
+
 /// A staged transaction (`_transactions/<id>.json`).
 pub(crate) fn transaction(txn: &PreparedTransaction) -> Bytes {
     Bytes::from(serde_json::to_vec(&StagedFile::from(txn)).expect("transactions always serialize"))

@@ -70,21 +70,41 @@ pub(crate) fn staged_transaction_name(id: Uuid) -> String {
 }
 
 /// Relative name of an announced transaction: `<micros since epoch, 20 digits>-<id>`, so
-/// that a listing returns announcements in the order they were made.
-pub(crate) fn announcement_name(at_micros: i64, id: Uuid) -> String {
-    format!("{ANNOUNCED_DIR}/{:020}-{id}.json", at_micros.max(0))
+/// that a listing returns announcements in the order they were made; with `inline` (its
+/// content, see `encode::announcement_inline`), `<micros>-<id>.<inline>.json`, so that
+/// a listing hands includers the content with no read (FORMAT.md §8).
+pub(crate) fn announcement_name(at_micros: i64, id: Uuid, inline: Option<&str>) -> String {
+    match inline {
+        Some(inline) => format!("{ANNOUNCED_DIR}/{:020}-{id}.{inline}.json", at_micros.max(0)),
+        None => format!("{ANNOUNCED_DIR}/{:020}-{id}.json", at_micros.max(0)),
+    }
 }
 
-/// Relative name of the withdrawal of the announcement `announcement`.
+/// Relative name of the withdrawal of the announcement `announcement`:
+/// `<micros>-<id>.withdrawn` (without the content an announcement's name may carry).
 pub(crate) fn withdrawal_name(announcement: &str) -> String {
-    format!("{}.withdrawn", announcement.strip_suffix(".json").unwrap_or(announcement))
+    let (dir, file) = announcement.rsplit_once('/').unwrap_or(("", announcement));
+    let stem = file.split_once('.').map_or(file, |(stem, _)| stem);
+    if dir.is_empty() {
+        format!("{stem}.withdrawn")
+    } else {
+        format!("{dir}/{stem}.withdrawn")
+    }
 }
 
 /// The announced transaction's id in an announcement's (or its withdrawal's) name.
 pub(crate) fn announced_id(name: &str) -> Option<Uuid> {
-    let stem = name.rsplit('/').next()?;
-    let stem = stem.strip_suffix(".json").or_else(|| stem.strip_suffix(".withdrawn"))?;
+    let file = name.rsplit('/').next()?;
+    let stem = file.strip_suffix(".json").or_else(|| file.strip_suffix(".withdrawn"))?;
+    let stem = stem.split_once('.').map_or(stem, |(stem, _)| stem);
     stem.split_once('-').and_then(|(_, id)| id.parse().ok())
+}
+
+/// The content an announcement's name carries (`<micros>-<id>.<inline>.json`), if any.
+pub(crate) fn announcement_inline(name: &str) -> Option<&str> {
+    let file = name.rsplit('/').next()?;
+    let (_, inline) = file.strip_suffix(".json")?.split_once('.')?;
+    Some(inline)
 }
 
 /// Checks that `relative` (read from a manifest, segment or staged transaction) names an
@@ -125,6 +145,27 @@ mod tests {
         ] {
             assert!(check_inside(bad, "data").is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn an_announcement_name_may_carry_its_content_and_its_withdrawal_never_does() {
+        let id = Uuid::new_v4();
+        let plain = announcement_name(1_700_000_000_000_000, id, None);
+        let inline = announcement_name(1_700_000_000_000_000, id, Some("eJzLSM3Jyc9XKM8vykkBAB-LBF0"));
+        assert_eq!(plain, format!("_announced/00001700000000000000-{id}.json"));
+        assert_eq!(inline, format!("_announced/00001700000000000000-{id}.eJzLSM3Jyc9XKM8vykkBAB-LBF0.json"));
+        for name in [&plain, &inline] {
+            assert_eq!(announced_id(name), Some(id));
+            let withdrawal = withdrawal_name(name);
+            assert_eq!(withdrawal, format!("_announced/00001700000000000000-{id}.withdrawn"));
+            assert_eq!(announced_id(&withdrawal), Some(id));
+            assert_eq!(announcement_inline(&withdrawal), None);
+        }
+        assert_eq!(announcement_inline(&plain), None);
+        assert_eq!(announcement_inline(&inline), Some("eJzLSM3Jyc9XKM8vykkBAB-LBF0"));
+        // Listing order is the order they were made, with or without content.
+        let later = announcement_name(1_700_000_000_000_001, Uuid::nil(), None);
+        assert!(inline < later && plain < later);
     }
 
     #[test]

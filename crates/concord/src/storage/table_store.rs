@@ -10,7 +10,7 @@ use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt, PutMode, PutOptions,
 
 use super::commit_state::CommitState;
 use super::local::PendingSync;
-use super::{CoordinatorCapabilities, CreateOutcome, TableLocation};
+use super::{CoordinatorCapabilities, CreateOutcome, StoreKind, TableLocation};
 use crate::env::Env;
 use crate::error::{OpenError, OversizedObject, StorageCause, StorageError};
 use crate::format::announcement::Announcement;
@@ -122,8 +122,15 @@ impl TableStore {
         if let Some(hit) = self.announcements.lock().unwrap_or_else(|e| e.into_inner()).get(relative) {
             return Ok(hit.clone());
         }
-        let Some(bytes) = self.get_metadata_object(relative).await? else { return Ok(None) };
-        let found = crate::decode::announcement(&self.display(relative), &bytes).ok().map(Arc::new);
+        // Its name may carry it (no read); a name that does not decode is read as a name
+        // without content (the object holds the same announcement).
+        let found = match crate::decode::inline_announcement(&self.display(relative), relative) {
+            Ok(Some(announcement)) => Some(Arc::new(announcement)),
+            Ok(None) | Err(_) => {
+                let Some(bytes) = self.get_metadata_object(relative).await? else { return Ok(None) };
+                crate::decode::announcement(&self.display(relative), &bytes).ok().map(Arc::new)
+            }
+        };
         let mut cache = self.announcements.lock().unwrap_or_else(|e| e.into_inner());
         if cache.len() >= SEGMENT_CACHE_ENTRIES {
             cache.clear();
@@ -156,6 +163,14 @@ impl TableStore {
     /// How an object of the table is named in messages.
     pub(crate) fn display(&self, relative: &str) -> String {
         self.location.display(&self.path(relative))
+    }
+
+    /// Whether the object `relative` may be named so (its key at most 1,024 bytes, the
+    /// limit of S3, Azure and GCS; never on the local filesystem, whose file names end
+    /// at 255 bytes).
+    pub(crate) fn name_fits(&self, relative: &str) -> bool {
+        let keyed = matches!(self.location.kind, StoreKind::S3 | StoreKind::Azure | StoreKind::Gcs | StoreKind::Memory);
+        keyed && self.location.local.is_none() && self.path(relative).as_ref().len() <= crate::decode::MAX_KEY_BYTES
     }
 
     /// The table's folder, when it is on the local filesystem.

@@ -241,6 +241,24 @@ async fn commit_rounds(
             continue;
         }
         let carry = if carries { line.carry(store, env, &own).await } else { None };
+        // The first in line whose reading of what it carries took longer than an
+        // attempt: its base may have been taken meanwhile (a writer that does not wait
+        // creates a version every two round trips), and a create on a taken base only
+        // loses. It reads the next versions instead and, finding any, judges them
+        // before it builds, carrying the same announcements.
+        let leads = carry.as_ref().is_some_and(|c| !c.live.is_empty());
+        let unwaiting = base.transactions.iter().all(|t| t.carried_by.is_none());
+        let since = (env.clock.now() - base_learned).to_std().unwrap_or_default();
+        if leads && unwaiting && since > latency {
+            // As many versions as an attempt each could have made meanwhile (4 at most).
+            let ahead = (since.as_micros() / latency.as_micros().max(1)).clamp(1, READ_ON_AT_MOST) as u64;
+            if let Some(newer) = read_on(store, env, &base, ahead).await {
+                base = newer;
+                base_learned = env.clock.now();
+                line.keep(carry);
+                continue;
+            }
+        }
         for member in members.iter_mut().filter(|m| m.outcome.is_none()) {
             member.attempts += 1;
         }
@@ -386,6 +404,9 @@ async fn commit_rounds(
 /// is not gone.
 const UNSEEN_PACE: Duration = Duration::from_millis(25);
 
+/// The most versions the first in line reads on from a base it held too long.
+const READ_ON_AT_MOST: u128 = 4;
+
 /// The failure of a transaction whose withdrawal version `version` recorded.
 pub(crate) fn withdrawn(member: &Member<'_>, started: Duration, env: &Env, version: u64) -> CommitError {
     let elapsed_ms = (env.clock.monotonic() - started).as_millis() as u64;
@@ -514,6 +535,16 @@ impl Building {
         manifest.transactions = self.records;
         Some(manifest)
     }
+}
+
+/// The versions after `base` that are there already (the next `ahead`, read at once;
+/// the chain has no gaps): the newest of them, or `None` (also when a read fails: the
+/// writer then creates on `base`, and a lost create reads the winner).
+async fn read_on(store: &TableStore, env: &Env, base: &Manifest, ahead: u64) -> Option<Arc<Manifest>> {
+    let read = futures::future::join_all((1..=ahead).map(|k| store.read_manifest_now(base.version + k))).await;
+    let newest = read.into_iter().map_while(|r| r.ok().flatten()).last()?;
+    store.commits.saw_newest(&newest, env.clock.monotonic());
+    Some(newest)
 }
 
 /// The latest version (at least `known`), looked up: one LIST or probe, one read.

@@ -112,7 +112,8 @@ pub(crate) enum AfterLost {
 impl Contention {
     /// Whether the next attempt reads the version while creating it.
     pub(crate) fn speculates(&self) -> bool {
-        self.lost_races + self.behind >= SPECULATE_AFTER
+        // Every attempt lost counts (`behind` restarts after a lookup).
+        self.attempts - self.errors >= SPECULATE_AFTER
     }
 
     /// Whether this commit's next version carries announced transactions (cooperative
@@ -204,6 +205,7 @@ mod tests {
             AfterLost::Behind { look_up: true },
             "the third in a row looks the latest up"
         );
+        assert!(c.speculates(), "and still reads while creating (every lost attempt counts)");
         assert_eq!(c.lost(at(5), at(100), &retry, LATENCY, |n| n), AfterLost::Behind { look_up: false }, "and counts again from there");
         assert_eq!((c.attempts, c.lost_races), (4, 0), "being behind is not a race lost");
     }

@@ -61,9 +61,15 @@ pub(crate) async fn announce(
     opts: &CommitOptions,
     deadline: DateTime<Utc>,
 ) -> String {
-    let name = naming::announcement_name(env.clock.now().timestamp_micros(), txn.id);
+    let micros = env.clock.now().timestamp_micros();
     let transaction = PreparedTransaction { staged: StagedOptions::of(opts), ..txn.clone() };
-    let _ = store.put_new(&name, crate::encode::announcement(&Announcement { transaction, deadline })).await;
+    let bytes = crate::encode::announcement(&Announcement { transaction, deadline });
+    // Its content in its name too, where the key holds it: includers list it with no read.
+    let inline = crate::encode::announcement_inline(&bytes);
+    let name = Some(naming::announcement_name(micros, txn.id, Some(&inline)))
+        .filter(|name| store.name_fits(name))
+        .unwrap_or_else(|| naming::announcement_name(micros, txn.id, None));
+    let _ = store.put_new(&name, bytes).await;
     name
 }
 

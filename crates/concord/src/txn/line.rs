@@ -159,6 +159,12 @@ impl Line {
         again
     }
 
+    /// Carries `carried` again at the next attempt, with no listing (its base moved
+    /// on before it could create).
+    pub(crate) fn keep(&mut self, carried: Option<Announced>) {
+        self.kept = carried;
+    }
+
     /// It attempted a create itself: a new wait starts afresh.
     pub(crate) fn raced(&mut self) {
         self.waiting.raced();

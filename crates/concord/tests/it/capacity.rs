@@ -302,12 +302,12 @@ fn requests_per_commit_at_capacity() {
     assert_eq!(c.commits, (writers * 20) as usize);
     assert_eq!(c.failed, 0);
     assert_eq!(c.announced_left, 0, "every announcement retired");
-    // Measured 6.8 at seed 7 (6.9 over seeds 1-10), worst 4 attempts at every seed: the
-    // bounds catch a protocol change that costs requests or attempts before a benchmark
-    // does.
+    // Measured 5.5 at seed 7 (5.3-5.5 over seeds 1-10; 6.8 before announcements' names
+    // carried them), worst 4 attempts at every seed: the bounds catch a protocol change
+    // that costs requests or attempts before a benchmark does.
     if run == Run::DEFAULT {
         let per_commit = c.total_requests as f64 / c.commits as f64;
-        assert!(per_commit <= 7.5, "{per_commit:.2} requests per append");
+        assert!(per_commit <= 6.0, "{per_commit:.2} requests per append");
         assert!(c.max_attempts <= 4, "an append took {} attempts", c.max_attempts);
     }
 }
@@ -323,11 +323,12 @@ fn requests_per_cold_commit_at_capacity() {
     assert_eq!(c.commits, (writers * 20) as usize);
     assert_eq!(c.failed, 0);
     assert_eq!(c.announced_left, 0, "every announcement retired");
-    // Measured 9.0 at seed 7 (9.3 over seeds 1-10; the open adds a LIST and a GET of
-    // the latest version), worst 4 attempts at every seed.
+    // Measured 8.3 at seed 7 (7.8-8.5 over seeds 1-10, 9.0 before announcements' names
+    // carried them; the open adds a LIST and a GET of the latest version), worst 4
+    // attempts at every seed.
     if run == Run::DEFAULT {
         let per_commit = c.total_requests as f64 / c.commits as f64;
-        assert!(per_commit <= 9.5, "{per_commit:.2} requests per append");
+        assert!(per_commit <= 9.0, "{per_commit:.2} requests per append");
         assert!(c.max_attempts <= 4, "an append took {} attempts", c.max_attempts);
     }
 }

@@ -24,6 +24,8 @@ pub struct Counts {
     pub deletes: AtomicU64,
     pub bytes_written: AtomicU64,
     pub bytes_read: AtomicU64,
+    /// Reads of announcements (cooperative commits), also counted in `gets`.
+    pub announcement_gets: AtomicU64,
 }
 
 /// A snapshot of [`Counts`].
@@ -104,6 +106,9 @@ impl ObjectStore for CountingStore {
 
     async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
         self.counts.gets.fetch_add(1, Ordering::SeqCst);
+        if location.as_ref().contains("/_announced/") {
+            self.counts.announcement_gets.fetch_add(1, Ordering::SeqCst);
+        }
         let head = options.head;
         let result = self.inner.get_opts(location, options).await?;
         if !head {
