@@ -87,16 +87,16 @@ pub fn announcement(path: &str, bytes: &[u8]) -> Result<Announcement, CorruptObj
     Ok(announcement)
 }
 
-/// The announcement an announcement's name carries (`<micros>-<id>.<inline>.json`;
-/// `None` for a name without content: its object holds it). Bounded: the name is at
+/// The announcement an announcement's name carries (`<micros>-<id>/<content>.json`, the
+/// content in segments; `None` for a name without content: its object holds it). Bounded: the name is at
 /// most an object key (1,024 bytes), and it inflates to at most [`INLINE_LIMIT`]. The
 /// transaction must be the one the name announces.
 pub fn inline_announcement(path: &str, name: &str) -> Result<Option<Announcement>, CorruptObject> {
     use base64::Engine;
-    let Some(inline) = naming::announcement_inline(name) else { return Ok(None) };
-    if inline.len() > MAX_KEY_BYTES {
-        return Err(corrupt(path, format!("its name carries {} bytes, more than an object key holds", inline.len())));
+    if name.len() > MAX_KEY_BYTES {
+        return Err(corrupt(path, format!("its name has {} bytes, more than an object key holds", name.len())));
     }
+    let Some(inline) = naming::announcement_inline(name) else { return Ok(None) };
     let deflated = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(inline).map_err(|e| corrupt(path, e))?;
     let bytes = miniz_oxide::inflate::decompress_to_vec_with_limit(&deflated, INLINE_LIMIT)
         .map_err(|e| corrupt(path, format!("its name's content does not inflate: {e}")))?;

@@ -17,14 +17,16 @@ pub(crate) fn segment(segment: &Segment) -> Bytes {
     Bytes::from(serde_json::to_vec(segment).expect("segments always serialize"))
 }
 
-/// An announced transaction (`_announced/<micros>-<id>.json`).
+/// An announced transaction (`_announced/<micros>-<id>.json`, or
+/// `_announced/<micros>-<id>/<content, in segments>.json`).
 pub(crate) fn announcement(announcement: &Announcement) -> Bytes {
     Bytes::from(serde_json::to_vec(announcement).expect("announcements always serialize"))
 }
 
 /// An announcement's content (`announcement`'s bytes) as its name may carry it:
 /// raw DEFLATE, then URL-safe base64 without padding (letters, digits, `-` and `_`:
-/// valid in an object key on every store, and free of the `.` that ends the id).
+/// valid in an object key on every store, and free of the `/` that cuts it into
+/// segments).
 pub(crate) fn announcement_inline(bytes: &[u8]) -> String {
     use base64::Engine;
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(miniz_oxide::deflate::compress_to_vec(bytes, 9))

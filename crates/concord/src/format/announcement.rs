@@ -1,4 +1,5 @@
-//! An announced transaction (`_announced/<micros>-<id>.json`, FORMAT.md §8,
+//! An announced transaction (`_announced/<micros>-<id>.json`, or
+//! `<micros>-<id>/<content, in segments>.json` where the key holds it; FORMAT.md §8,
 //! "Cooperative commits"): a writer that lost a commit race publishes its prepared
 //! transaction, so that whoever creates a version may carry it, until `deadline`.
 

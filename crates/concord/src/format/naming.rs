@@ -69,42 +69,62 @@ pub(crate) fn staged_transaction_name(id: Uuid) -> String {
     format!("{TRANSACTIONS_DIR}/{id}.json")
 }
 
-/// Relative name of an announced transaction: `<micros since epoch, 20 digits>-<id>`, so
-/// that a listing returns announcements in the order they were made; with `inline` (its
-/// content, see `encode::announcement_inline`), `<micros>-<id>.<inline>.json`, so that
-/// a listing hands includers the content with no read (FORMAT.md §8).
+/// Relative name of an announced transaction: `<micros since epoch, 20 digits>-<id>.json`,
+/// so that a listing returns announcements in the order they were made. With `inline`
+/// (its content, see `encode::announcement_inline`): `<micros>-<id>/<c1>/.../<cn>.json`,
+/// the content cut into segments of at most [`INLINE_SEGMENT_BYTES`], so that a listing
+/// hands includers the content with no read (FORMAT.md §8).
 pub(crate) fn announcement_name(at_micros: i64, id: Uuid, inline: Option<&str>) -> String {
+    let stem = format!("{ANNOUNCED_DIR}/{:020}-{id}", at_micros.max(0));
     match inline {
-        Some(inline) => format!("{ANNOUNCED_DIR}/{:020}-{id}.{inline}.json", at_micros.max(0)),
-        None => format!("{ANNOUNCED_DIR}/{:020}-{id}.json", at_micros.max(0)),
+        Some(inline) => {
+            let (mut segments, mut rest) = (Vec::new(), inline);
+            while !rest.is_empty() {
+                let mut cut = rest.len().min(INLINE_SEGMENT_BYTES);
+                while !rest.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                segments.push(&rest[..cut]);
+                rest = &rest[cut..];
+            }
+            format!("{stem}/{}.json", segments.join("/"))
+        }
+        None => format!("{stem}.json"),
+    }
+}
+
+/// The longest segment of an announcement name's content: file-backed stores keep every
+/// segment as a file name (255 bytes on most filesystems; s3rver adds up to 22 bytes,
+/// MinIO none), and a name's first segment is 57 bytes.
+pub(crate) const INLINE_SEGMENT_BYTES: usize = 200;
+
+/// An announcement's (or its withdrawal's) name, split: its stem `<micros>-<id>`, and
+/// the content it carries (segments still joined by `/`), if any.
+fn announcement_parts(name: &str) -> Option<(&str, Option<&str>)> {
+    let rest = name.strip_prefix(ANNOUNCED_DIR).and_then(|r| r.strip_prefix('/')).unwrap_or(name);
+    match rest.split_once('/') {
+        Some((stem, inline)) => Some((stem, Some(inline.strip_suffix(".json")?))),
+        None => Some((rest.strip_suffix(".json").or_else(|| rest.strip_suffix(".withdrawn"))?, None)),
     }
 }
 
 /// Relative name of the withdrawal of the announcement `announcement`:
 /// `<micros>-<id>.withdrawn` (without the content an announcement's name may carry).
 pub(crate) fn withdrawal_name(announcement: &str) -> String {
-    let (dir, file) = announcement.rsplit_once('/').unwrap_or(("", announcement));
-    let stem = file.split_once('.').map_or(file, |(stem, _)| stem);
-    if dir.is_empty() {
-        format!("{stem}.withdrawn")
-    } else {
-        format!("{dir}/{stem}.withdrawn")
-    }
+    let stem = announcement_parts(announcement).map_or(announcement, |(stem, _)| stem);
+    format!("{ANNOUNCED_DIR}/{stem}.withdrawn")
 }
 
 /// The announced transaction's id in an announcement's (or its withdrawal's) name.
 pub(crate) fn announced_id(name: &str) -> Option<Uuid> {
-    let file = name.rsplit('/').next()?;
-    let stem = file.strip_suffix(".json").or_else(|| file.strip_suffix(".withdrawn"))?;
-    let stem = stem.split_once('.').map_or(stem, |(stem, _)| stem);
+    let (stem, _) = announcement_parts(name)?;
     stem.split_once('-').and_then(|(_, id)| id.parse().ok())
 }
 
-/// The content an announcement's name carries (`<micros>-<id>.<inline>.json`), if any.
-pub(crate) fn announcement_inline(name: &str) -> Option<&str> {
-    let file = name.rsplit('/').next()?;
-    let (_, inline) = file.strip_suffix(".json")?.split_once('.')?;
-    Some(inline)
+/// The content an announcement's name carries (its segments joined), if any.
+pub(crate) fn announcement_inline(name: &str) -> Option<String> {
+    let (_, inline) = announcement_parts(name)?;
+    Some(inline?.split('/').collect())
 }
 
 /// Checks that `relative` (read from a manifest, segment or staged transaction) names an
@@ -150,10 +170,14 @@ mod tests {
     #[test]
     fn an_announcement_name_may_carry_its_content_and_its_withdrawal_never_does() {
         let id = Uuid::new_v4();
+        let content = "eJzLSM3Jyc9XKM8vykkBAB-LBF0".repeat(20);
         let plain = announcement_name(1_700_000_000_000_000, id, None);
-        let inline = announcement_name(1_700_000_000_000_000, id, Some("eJzLSM3Jyc9XKM8vykkBAB-LBF0"));
+        let inline = announcement_name(1_700_000_000_000_000, id, Some(&content));
         assert_eq!(plain, format!("_announced/00001700000000000000-{id}.json"));
-        assert_eq!(inline, format!("_announced/00001700000000000000-{id}.eJzLSM3Jyc9XKM8vykkBAB-LBF0.json"));
+        assert!(inline.starts_with(&format!("_announced/00001700000000000000-{id}/")) && inline.ends_with(".json"), "{inline}");
+        let segments: Vec<&str> = inline.split('/').skip(2).collect();
+        assert_eq!(segments.len(), 3, "540 bytes of content in segments of at most 200: {inline}");
+        assert!(inline.split('/').all(|s| s.len() <= INLINE_SEGMENT_BYTES + ".json".len()), "{inline}");
         for name in [&plain, &inline] {
             assert_eq!(announced_id(name), Some(id));
             let withdrawal = withdrawal_name(name);
@@ -162,7 +186,7 @@ mod tests {
             assert_eq!(announcement_inline(&withdrawal), None);
         }
         assert_eq!(announcement_inline(&plain), None);
-        assert_eq!(announcement_inline(&inline), Some("eJzLSM3Jyc9XKM8vykkBAB-LBF0"));
+        assert_eq!(announcement_inline(&inline), Some(content));
         // Listing order is the order they were made, with or without content.
         let later = announcement_name(1_700_000_000_000_001, Uuid::nil(), None);
         assert!(inline < later && plain < later);

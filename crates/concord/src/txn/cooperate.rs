@@ -2,10 +2,11 @@
 //! processes and machines share versions with nothing but the object store.
 //!
 //! A writer that has lost a commit race *announces* its transaction
-//! (`_announced/<micros>-<id>.json`) and goes on trying to commit it. A writer that has
-//! lost at least once *carries*, in the version it creates, every announced
-//! transaction it may include, in announcement order, each judged on its own as a
-//! group commit's members are. The chain stays the only arbiter: a transaction is
+//! (`_announced/<micros>-<id>.json`; on stores with 1,024-byte keys the name carries the
+//! content too, so a listing is all a carrier reads) and goes on trying to commit it. A
+//! writer that has lost at least once *carries*, in the version it creates, every
+//! announced transaction it may include, in announcement order, each judged on its own
+//! as a group commit's members are. The chain stays the only arbiter: a transaction is
 //! committed if and only if its id is in a version, and an includer never includes an
 //! id already in the chain (it judges every version since the transaction's read
 //! version, and its create of v+1 succeeds only if v is the latest). A writer that runs
