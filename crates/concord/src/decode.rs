@@ -125,20 +125,9 @@ mod tests {
     use uuid::Uuid;
 
     use super::*;
-    use crate::format::manifest::Operation;
-    use crate::format::schema::Schema;
-    use crate::format::staged::StagedOptions;
 
     fn announced(id: Uuid) -> Announcement {
-        let transaction = PreparedTransaction {
-            id,
-            read_version: 3,
-            read_schema: Schema::parse("id bigint not null, name varchar").unwrap(),
-            read_next_fragment_id: 7,
-            operation: Operation::Append { fragments: vec![] },
-            now: None,
-            staged: StagedOptions::default(),
-        };
+        let transaction = PreparedTransaction::test_append(id, "id bigint not null, name varchar");
         Announcement { transaction, deadline: Utc::now() }
     }
 

@@ -132,3 +132,20 @@ impl PreparedTransaction {
         self.now.unwrap_or(fallback)
     }
 }
+
+#[cfg(test)]
+impl PreparedTransaction {
+    /// An append of no fragments by transaction `id`, read at version 3 of a table of
+    /// `schema` (tests of announcements and lines).
+    pub(crate) fn test_append(id: Uuid, schema: &str) -> PreparedTransaction {
+        PreparedTransaction {
+            id,
+            read_version: 3,
+            read_schema: Schema::parse(schema).unwrap(),
+            read_next_fragment_id: 7,
+            operation: Operation::Append { fragments: vec![] },
+            now: None,
+            staged: StagedOptions::default(),
+        }
+    }
+}

@@ -165,12 +165,17 @@ impl TableStore {
         self.location.display(&self.path(relative))
     }
 
-    /// Whether the object `relative` may be named so (its key at most 1,024 bytes, the
-    /// limit of S3, Azure and GCS; never on the local filesystem, whose file names end
-    /// at 255 bytes).
-    pub(crate) fn name_fits(&self, relative: &str) -> bool {
+    /// Whether names may carry content here: a store of 1,024-byte keys (S3, Azure, GCS,
+    /// memory), never the local filesystem, whose file names end at 255 bytes.
+    pub(crate) fn long_names(&self) -> bool {
         let keyed = matches!(self.location.kind, StoreKind::S3 | StoreKind::Azure | StoreKind::Gcs | StoreKind::Memory);
-        keyed && self.location.local.is_none() && self.path(relative).as_ref().len() <= crate::decode::MAX_KEY_BYTES
+        keyed && self.location.local.is_none()
+    }
+
+    /// Whether the object `relative` may be named so: [`Self::long_names`], and its key
+    /// at most 1,024 bytes.
+    pub(crate) fn name_fits(&self, relative: &str) -> bool {
+        self.long_names() && self.path(relative).as_ref().len() <= crate::decode::MAX_KEY_BYTES
     }
 
     /// The table's folder, when it is on the local filesystem.

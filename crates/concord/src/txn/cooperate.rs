@@ -65,9 +65,11 @@ pub(crate) async fn announce(
     let micros = env.clock.now().timestamp_micros();
     let transaction = PreparedTransaction { staged: StagedOptions::of(opts), ..txn.clone() };
     let bytes = crate::encode::announcement(&Announcement { transaction, deadline });
-    // Its content in its name too, where the key holds it: includers list it with no read.
-    let inline = crate::encode::announcement_inline(&bytes);
-    let name = Some(naming::announcement_name(micros, txn.id, Some(&inline)))
+    // Its content in its name too, where the key holds it: includers list it with no read
+    // (not even encoded where names cannot carry it).
+    let inline = store.long_names().then(|| crate::encode::announcement_inline(&bytes));
+    let name = inline
+        .map(|inline| naming::announcement_name(micros, txn.id, Some(&inline)))
         .filter(|name| store.name_fits(name))
         .unwrap_or_else(|| naming::announcement_name(micros, txn.id, None));
     let _ = store.put_new(&name, bytes).await;

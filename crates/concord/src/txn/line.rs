@@ -179,7 +179,7 @@ mod tests {
     use crate::format::announcement::Announcement;
     use crate::format::manifest::Operation;
     use crate::format::schema::Schema;
-    use crate::format::staged::{PreparedTransaction, StagedOptions};
+    use crate::format::staged::PreparedTransaction;
 
     fn version(carried: bool) -> Manifest {
         let append = || Operation::Append { fragments: vec![] };
@@ -188,15 +188,7 @@ mod tests {
     }
 
     fn carrying_one() -> Announced {
-        let transaction = PreparedTransaction {
-            id: Uuid::new_v4(),
-            read_version: 4,
-            read_schema: Schema::parse("id bigint not null").unwrap(),
-            read_next_fragment_id: 12,
-            operation: Operation::Append { fragments: vec![] },
-            now: None,
-            staged: StagedOptions::default(),
-        };
+        let transaction = PreparedTransaction::test_append(Uuid::new_v4(), "id bigint not null");
         Announced { live: vec![Arc::new(Announcement { transaction, deadline: Utc::now() })], ..Default::default() }
     }
 
