@@ -1,6 +1,7 @@
 //! What a table handle's commits have learned of the table, kept between commits: the
 //! newest version seen and when (a write within `NEWEST_FRESH_FOR` starts from it
-//! without a lookup), and when a commit race was last lost (a newcomer then yields).
+//! without a lookup), when a commit race was last lost (a newcomer then yields), and
+//! whether a line of announced writers waits (its commits then carry it).
 //! Advisory: stale knowledge costs a lost attempt, never a wrong answer.
 
 use std::sync::{Arc, Mutex};
@@ -25,6 +26,11 @@ pub(crate) struct CommitState {
     /// When this handle last found other writers' announcements (cooperative commits):
     /// it goes on carrying while it keeps winning.
     last_announcements: Mutex<Option<Duration>>,
+    /// Whether a line waits for this table, as far as this handle knows: set when it
+    /// finds announcements, cleared when a listing finds none. While set, its commits
+    /// list and carry the line (a writer that stopped losing would otherwise take
+    /// every version while the line waits on a first in line slower than it).
+    line: Mutex<bool>,
     /// How long this handle's last create attempt took.
     attempt_latency: Mutex<Option<Duration>>,
     /// When a waiting writer of this handle last saw the chain move (monotonic), and how
@@ -73,6 +79,18 @@ impl CommitState {
     /// Records that other writers' announcements were found at `now` (monotonic).
     pub(crate) fn saw_announcements(&self, now: Duration) {
         *self.last_announcements.lock().unwrap_or_else(|e| e.into_inner()) = Some(now);
+        *self.line.lock().unwrap_or_else(|e| e.into_inner()) = true;
+    }
+
+    /// Records that a listing found no other writer's announcement: no line waits.
+    pub(crate) fn saw_no_line(&self) {
+        *self.line.lock().unwrap_or_else(|e| e.into_inner()) = false;
+    }
+
+    /// Whether a line waits for this table, as far as this handle knows (see
+    /// [`CommitState::saw_no_line`]).
+    pub(crate) fn line_waits(&self) -> bool {
+        *self.line.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Records a line seen in `manifest` by a handle that has not raced yet (a new
@@ -167,5 +185,18 @@ mod tests {
         assert!(!seen(ago(1500), true, false));
         assert!(!seen(ago(300), false, false));
         assert!(!seen(ago(300), true, true));
+    }
+
+    /// Announcements found make a line known until a listing finds none, however long
+    /// ago; "recent" (a newcomer waits in line) ends after the window.
+    #[test]
+    fn a_line_found_is_known_until_a_listing_finds_none() {
+        let state = CommitState::default();
+        assert!(!state.line_waits(), "a handle that found no announcement knows of no line");
+        state.saw_announcements(Duration::from_secs(1));
+        assert!(state.line_waits() && state.recent_announcements(Duration::from_secs(1)));
+        assert!(state.line_waits() && !state.recent_announcements(Duration::from_secs(60)));
+        state.saw_no_line();
+        assert!(!state.line_waits());
     }
 }

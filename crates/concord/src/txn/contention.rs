@@ -117,10 +117,11 @@ impl Contention {
     }
 
     /// Whether this commit's next version carries announced transactions (cooperative
-    /// commits): it lost a race, or its handle did (or found announcements) recently.
-    /// A writer that never loses pays nothing.
-    pub(crate) fn carries(&self, handle_lost_recently: bool, handle_saw_announcements: bool) -> bool {
-        self.shared() || handle_lost_recently || handle_saw_announcements
+    /// commits): it lost a race, or its handle did recently, or its handle knows of a
+    /// line (found announcements, and no listing since found none). A writer that never
+    /// loses pays nothing.
+    pub(crate) fn carries(&self, handle_lost_recently: bool, handle_knows_a_line: bool) -> bool {
+        self.shared() || handle_lost_recently || handle_knows_a_line
     }
 
     /// Whether the pause after a lost attempt lists the announcements for the next build.

@@ -341,3 +341,81 @@ pub(crate) fn unsettled(store: &TableStore, name: &str, version: u64, id: Uuid) 
     let cause = StorageError::new("withdrawing", store.display(name), StorageCause::WithdrawalUnsettled);
     CommitError::CommitStateUnknown { version, transaction_id: id, cause }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use arrow::array::{Int64Array, RecordBatch};
+    use futures::future::BoxFuture;
+
+    use super::*;
+    use crate::env::{Clock, SystemClock};
+    use crate::table::{Input, Table, Write};
+    use crate::{Schema, StoreResolver};
+
+    /// The system clock, its monotonic time an hour on: anything recorded at zero is
+    /// long past.
+    #[derive(Debug, Default)]
+    struct HourOn(SystemClock);
+
+    impl Clock for HourOn {
+        fn now(&self) -> DateTime<Utc> {
+            self.0.now()
+        }
+        fn monotonic(&self) -> Duration {
+            self.0.monotonic() + Duration::from_secs(3600)
+        }
+        fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+            self.0.sleep(duration)
+        }
+    }
+
+    /// Announces an append of one row, prepared by `table` (another writer's handle).
+    async fn announce_one(table: &Table, env: &Env) -> Uuid {
+        let batch = RecordBatch::try_new(table.schema().arrow_schema(), vec![Arc::new(Int64Array::from(vec![2]))]).unwrap();
+        let txn = table.prepare(Write::Append { input: Input::Batches(vec![batch]) }).await.unwrap();
+        let deadline = env.clock.now() + chrono::TimeDelta::minutes(10);
+        announce(table.store(), env, &txn, &CommitOptions::default(), deadline).await;
+        txn.id
+    }
+
+    /// A handle that once found announcements carries the line at every commit, however
+    /// long ago that was, until a listing finds none (a writer that stopped losing would
+    /// otherwise take every version while the line waits); a handle that never found
+    /// any carries nobody.
+    #[tokio::test]
+    async fn a_handle_that_found_a_line_carries_it_until_a_listing_finds_none() {
+        let resolver = StoreResolver::default();
+        let uri = "memory://line-remembered/t";
+        let env = Env { clock: Arc::new(HourOn::default()), ..Env::system() };
+        let schema = Schema::parse("id bigint not null").unwrap();
+        let a = Table::create(resolver.resolve(uri).unwrap(), env.clone(), schema.clone()).await.unwrap();
+        let others = Table::open(resolver.resolve(uri).unwrap(), env.clone()).await.unwrap();
+        let batch = || RecordBatch::try_new(schema.arrow_schema(), vec![Arc::new(Int64Array::from(vec![1]))]).unwrap();
+        let carried_in_latest = |table: &Table| {
+            let table = table.clone();
+            async move {
+                let latest = table.latest().await.unwrap();
+                latest.manifest().transactions.iter().filter(|t| t.carried_by.is_some()).map(|t| t.id).collect::<Vec<_>>()
+            }
+        };
+
+        // Found announcements an hour ago: no longer recent, but a line is remembered.
+        a.store().commits.saw_announcements(Duration::ZERO);
+        assert!(!a.store().commits.recent_announcements(env.clock.monotonic()) && a.store().commits.line_waits());
+        let waiting = announce_one(&others, &env).await;
+        a.append(batch(), &CommitOptions::default()).await.unwrap();
+        assert_eq!(carried_in_latest(&a).await, [waiting], "its commit carried the line");
+        // Its next listing finds nobody: it forgets the line.
+        a.append(batch(), &CommitOptions::default()).await.unwrap();
+        assert!(!a.store().commits.line_waits());
+        // A handle that knows of no line lists nothing and carries nobody.
+        let fresh = Table::open(resolver.resolve(uri).unwrap(), env.clone()).await.unwrap();
+        let later = announce_one(&others.latest().await.unwrap(), &env).await;
+        fresh.append(batch(), &CommitOptions::default()).await.unwrap();
+        assert!(carried_in_latest(&fresh).await.is_empty() && !fresh.store().commits.line_waits());
+        assert!(list(a.store()).await.unwrap().iter().any(|l| l.id == later), "the announcement waits for its owner");
+    }
+}

@@ -135,6 +135,9 @@ impl Line {
         listed.retain(|l| !self.in_chain.contains(&l.id));
         let announced = cooperate::read(store, env, &listed, own).await.ok()?;
         self.alone = announced.live.is_empty() && announced.withdrawn.is_empty();
+        if self.alone {
+            store.commits.saw_no_line();
+        }
         Some(announced)
     }
 
