@@ -218,7 +218,7 @@ async fn commit_rounds(
         // (Or whose handle found announcements: recently, or at any time since, until a
         // listing finds none. It carries while it keeps winning, else the writers it
         // beats wait on a first in line slower than it: through a slower store a
-        // writer that had carried took 19 versions in a row while 14 waited.)
+        // writer that had carried took up to 20 versions in a row while 14 waited.)
         let now = env.clock.monotonic();
         let contended = contention
             .carries(store.commits.recent_contention(now).is_some(), store.commits.recent_announcements(now) || store.commits.line_waits());

@@ -411,7 +411,7 @@ mod tests {
         // Its next listing finds nobody: it forgets the line.
         a.append(batch(), &CommitOptions::default()).await.unwrap();
         assert!(!a.store().commits.line_waits());
-        // A handle that knows of no line lists nothing and carries nobody.
+        // A handle that knows of no line carries nobody.
         let fresh = Table::open(resolver.resolve(uri).unwrap(), env.clone()).await.unwrap();
         let later = announce_one(&others.latest().await.unwrap(), &env).await;
         fresh.append(batch(), &CommitOptions::default()).await.unwrap();
