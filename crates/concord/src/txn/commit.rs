@@ -278,6 +278,8 @@ async fn commit_rounds(
             look_ahead: u64::from(carry.as_ref().is_some_and(|c| !c.live.is_empty())),
         };
         let retry = members[first].opts.retry;
+        // Versions read after the one created, if it loses (see `settle.rs`).
+        let read_after = if create.speculate { create.look_ahead } else { 0 };
         let attempt_started = env.clock.monotonic();
         let outcome = create_and_settle(store, env, create, &retry, started).await?;
         latency = env.clock.monotonic() - attempt_started;
@@ -302,6 +304,11 @@ async fn commit_rounds(
                 return Ok(outcomes_of(members));
             }
             Attempt::Lost(holder) => {
+                // The versions read after the winner ended before the last one read: the
+                // holder was the newest when read, and looking the latest up would only
+                // find it again (a round trip in which a writer that does not wait
+                // creates the next version first).
+                let newest_when_read = newest_when_read(holder.version, version, read_after);
                 store.commits.saw_newest(&holder, env.clock.monotonic());
                 // A winner that carried others: writers wait in line for this table.
                 if holder.transactions.iter().any(|t| t.carried_by.is_some()) {
@@ -315,7 +322,7 @@ async fn commit_rounds(
                 base_learned = env.clock.now();
                 match after {
                     AfterLost::Behind { look_up } => {
-                        if look_up {
+                        if look_up && !newest_when_read {
                             base = look_up_latest(store, env, base.version).await?;
                             base_learned = env.clock.now();
                         }
@@ -544,10 +551,28 @@ impl Building {
 /// the chain has no gaps): the newest of them, or `None` (also when a read fails: the
 /// writer then creates on `base`, and a lost create reads the winner).
 async fn read_on(store: &TableStore, env: &Env, base: &Manifest, ahead: u64) -> Option<Arc<Manifest>> {
-    let read = futures::future::join_all((1..=ahead).map(|k| store.read_manifest_now(base.version + k))).await;
-    let newest = read.into_iter().map_while(|r| r.ok().flatten()).last()?;
+    let newest = newest_in_order((1..=ahead).map(|k| store.read_manifest_now(base.version + k))).await?;
     store.commits.saw_newest(&newest, env.clock.monotonic());
     Some(newest)
+}
+
+/// The last of `reads` (of consecutive versions, all started at once, taken in order)
+/// before the first that finds nothing or fails. The chain has no gaps: the reads after
+/// that one can only find nothing, and are not waited for.
+async fn newest_in_order<T, E>(reads: impl IntoIterator<Item = impl std::future::Future<Output = Result<Option<T>, E>>>) -> Option<T> {
+    use futures::StreamExt;
+    let mut reads: futures::stream::FuturesOrdered<_> = reads.into_iter().collect();
+    let mut newest = None;
+    while let Some(Ok(Some(read))) = reads.next().await {
+        newest = Some(read);
+    }
+    newest
+}
+
+/// Whether a lost create's winner was the newest version when read: the versions read
+/// after it (`read_after`, see `settle.rs`) ended before the last one.
+fn newest_when_read(holder: u64, created: u64, read_after: u64) -> bool {
+    holder < created + read_after
 }
 
 /// The latest version (at least `known`), looked up: one LIST or probe, one read.
@@ -571,4 +596,33 @@ async fn start_base(store: &TableStore, env: &Env, read_version: u64) -> Result<
 /// even when writers' clocks disagree.
 pub(crate) fn commit_timestamp(now: DateTime<Utc>, parent: DateTime<Utc>) -> DateTime<Utc> {
     now.max(parent + TimeDelta::microseconds(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::future::{BoxFuture, FutureExt};
+
+    use super::*;
+
+    type Read = BoxFuture<'static, Result<Option<u64>, ()>>;
+
+    #[tokio::test]
+    async fn reading_on_takes_the_versions_in_order_up_to_the_first_absent_and_waits_for_no_later_read() {
+        let found = |v| async move { Ok(Some(v)) }.boxed();
+        let absent = || async { Ok(None) }.boxed();
+        let never = || std::future::pending().boxed();
+        let reads: Vec<Read> = vec![found(1), found(2), absent(), never(), never()];
+        assert_eq!(newest_in_order(reads).await, Some(2), "later reads would only find nothing");
+        let failed: Vec<Read> = vec![found(1), async { Err(()) }.boxed(), never()];
+        assert_eq!(newest_in_order(failed).await, Some(1), "a failed read ends what is known");
+        let none: Vec<Read> = vec![absent(), never()];
+        assert_eq!(newest_in_order(none).await, None);
+    }
+
+    #[test]
+    fn a_winner_is_known_newest_when_the_reads_after_it_found_nothing() {
+        assert!(newest_when_read(7, 7, 1), "version 8 was read and absent");
+        assert!(!newest_when_read(8, 7, 1), "version 8 was found: the holder is it, the next one unread");
+        assert!(!newest_when_read(7, 7, 0), "nothing read after it");
+    }
 }
