@@ -89,7 +89,7 @@ pub fn announcement(path: &str, bytes: &[u8]) -> Result<Announcement, CorruptObj
 
 /// The announcement an announcement's name carries (`<micros>-<id>/<content>.json`, the
 /// content in segments; `None` for a name without content: its object holds it). Bounded: the name is at
-/// most an object key (1,024 bytes), and it inflates to at most [`INLINE_LIMIT`]. The
+/// most an object key (1,024 bytes), and it inflates to at most `INLINE_LIMIT`. The
 /// transaction must be the one the name announces.
 pub fn inline_announcement(path: &str, name: &str) -> Result<Option<Announcement>, CorruptObject> {
     use base64::Engine;

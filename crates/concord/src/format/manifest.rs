@@ -16,7 +16,7 @@ use super::schema::Schema;
 /// §12): small segments inline in the root, and a list of transactions per version;
 /// format 1 roots (one `transaction`, every segment an object) are read as well.
 /// Format 3 (§7) adds column types beyond format 2's nine; a version is written in
-/// format 3 only if its schema has one ([`format_for`]).
+/// format 3 only if its schema has one (`format_for`).
 pub const FORMAT_VERSION: u32 = 3;
 
 /// The format a version with `schema` is written in: the oldest that holds its types,
@@ -379,7 +379,7 @@ pub enum Operation {
         /// Its new name.
         to: String,
     },
-    /// Widens a column's type (`int` to `bigint`, ...: [`ColumnType::widens_to`]); data
+    /// Widens a column's type (`int` to `bigint`, ...: [`ColumnType::widens_to`](crate::ColumnType::widens_to)); data
     /// files are untouched, their values read as the wider type.
     WidenColumn {
         /// The column's field id.
