@@ -570,7 +570,9 @@ async fn newest_in_order<T, E>(reads: impl IntoIterator<Item = impl std::future:
 }
 
 /// Whether a lost create's winner was the newest version when read: the versions read
-/// after it (`read_after`, see `settle.rs`) ended before the last one.
+/// after it (`read_after`, see `settle.rs`) ended before the last one (one was absent;
+/// or a read failed, and if the holder was not the newest, the next create loses and
+/// reads the winner: the chain decides, this only saves a lookup).
 fn newest_when_read(holder: u64, created: u64, read_after: u64) -> bool {
     holder < created + read_after
 }
