@@ -103,6 +103,9 @@ pub(crate) const INLINE_SEGMENT_BYTES: usize = 200;
 fn announcement_parts(name: &str) -> Option<(&str, Option<&str>)> {
     let rest = name.strip_prefix(ANNOUNCED_DIR).and_then(|r| r.strip_prefix('/')).unwrap_or(name);
     match rest.split_once('/') {
+        // The folder of an announcement whose name carries its content (as a listing
+        // one level deep names it).
+        Some((stem, "")) => Some((stem, None)),
         Some((stem, inline)) => Some((stem, Some(inline.strip_suffix(".json")?))),
         None => Some((rest.strip_suffix(".json").or_else(|| rest.strip_suffix(".withdrawn"))?, None)),
     }
@@ -113,6 +116,12 @@ fn announcement_parts(name: &str) -> Option<(&str, Option<&str>)> {
 pub(crate) fn withdrawal_name(announcement: &str) -> String {
     let stem = announcement_parts(announcement).map_or(announcement, |(stem, _)| stem);
     format!("{ANNOUNCED_DIR}/{stem}.withdrawn")
+}
+
+/// An announcement's (or its withdrawal's) stem, `<micros>-<id>`: announcements are
+/// ordered by it, whatever content their names carry.
+pub(crate) fn announcement_stem(name: &str) -> &str {
+    announcement_parts(name).map_or(name, |(stem, _)| stem)
 }
 
 /// The announced transaction's id in an announcement's (or its withdrawal's) name.
@@ -187,6 +196,14 @@ mod tests {
         }
         assert_eq!(announcement_inline(&plain), None);
         assert_eq!(announcement_inline(&inline), Some(content));
+        // A listing one level deep names an announcement with content by its folder.
+        let folder = format!("_announced/00001700000000000000-{id}/");
+        assert!(inline.starts_with(&folder));
+        assert_eq!(announced_id(&folder), Some(id));
+        assert_eq!(announcement_inline(&folder), None);
+        for name in [&plain, &inline, &folder, &withdrawal_name(&inline)] {
+            assert_eq!(announcement_stem(name), format!("00001700000000000000-{id}"), "{name}");
+        }
         // Listing order is the order they were made, with or without content.
         let later = announcement_name(1_700_000_000_000_001, Uuid::nil(), None);
         assert!(inline < later && plain < later);

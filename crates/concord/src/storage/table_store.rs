@@ -260,6 +260,21 @@ impl TableStore {
         Ok(metas.into_iter().map(|m| (self.relative(&m.location), m)).collect())
     }
 
+    /// The names one level under `dir` (relative to the table root): its objects, and
+    /// its sub-folders with a trailing `/`. On key-value stores a folder is there only
+    /// while an object under it is.
+    pub(crate) async fn list_dir_names(&self, dir: &str) -> Result<Vec<String>, StorageError> {
+        let prefix = naming::resolve(&self.location.root, dir);
+        let listed = self
+            .location
+            .store
+            .list_with_delimiter(Some(&prefix))
+            .await
+            .map_err(|source| StorageError::new("listing", self.location.display(&prefix), source))?;
+        let folders = listed.common_prefixes.iter().map(|p| format!("{}/", self.relative(p)));
+        Ok(listed.objects.iter().map(|m| self.relative(&m.location)).chain(folders).collect())
+    }
+
     /// `path` relative to the table root.
     fn relative(&self, path: &Path) -> String {
         let (root, full) = (self.location.root.as_ref(), path.as_ref());

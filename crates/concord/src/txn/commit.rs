@@ -224,7 +224,7 @@ async fn commit_rounds(
             .carries(store.commits.recent_contention(now).is_some(), store.commits.recent_announcements(now) || store.commits.line_waits());
         let carries = contended && sharing == Sharing::Group && cooperate::enabled(&base);
         if carries {
-            line.list(store).await;
+            line.list(store, announcement.is_some()).await;
         }
         // An announced writer waits in line (`line.rs`) while an older announcement is
         // pending: its owner creates the next version and carries the others.

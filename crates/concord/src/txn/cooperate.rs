@@ -125,25 +125,40 @@ pub(crate) struct Listed {
 
 /// The announcements, in announcement order: one listing, no read.
 pub(crate) async fn list(store: &TableStore) -> Result<Vec<Listed>, StorageError> {
-    let mut names = store.list_dir(naming::ANNOUNCED_DIR).await?;
-    names.sort_by(|a, b| a.0.cmp(&b.0));
-    let withdrawn: HashSet<Uuid> =
-        names.iter().filter(|(n, _)| n.ends_with(".withdrawn")).filter_map(|(n, _)| naming::announced_id(n)).collect();
-    Ok(names
+    let names = store.list_dir(naming::ANNOUNCED_DIR).await?;
+    Ok(listed(names.into_iter().map(|(name, _)| name).filter(|n| n.ends_with(".json") || n.ends_with(".withdrawn"))))
+}
+
+/// The announcements' names only, in announcement order: one listing one level deep,
+/// which names an announcement whose name carries its content by its folder (its
+/// stem), without the content (on S3, a short entry in place of a long key: what a
+/// waiting writer needs to find its place, at a fraction of a full listing's cost).
+pub(crate) async fn list_names(store: &TableStore) -> Result<Vec<Listed>, StorageError> {
+    let names = store.list_dir_names(naming::ANNOUNCED_DIR).await?;
+    Ok(listed(names.into_iter().filter(|n| n.ends_with(".json") || n.ends_with(".withdrawn") || n.ends_with('/'))))
+}
+
+/// Announcements (and withdrawal markers) by name, in announcement order.
+fn listed(names: impl Iterator<Item = String>) -> Vec<Listed> {
+    let mut names: Vec<String> = names.collect();
+    names.sort();
+    let withdrawn: HashSet<Uuid> = names.iter().filter(|n| n.ends_with(".withdrawn")).filter_map(|n| naming::announced_id(n)).collect();
+    names
         .into_iter()
-        .filter(|(n, _)| n.ends_with(".json"))
-        .filter_map(|(name, _)| {
+        .filter(|n| !n.ends_with(".withdrawn"))
+        .filter_map(|name| {
             let id = naming::announced_id(&name)?;
             Some(Listed { name, id, withdrawn: withdrawn.contains(&id) })
         })
-        .collect())
+        .collect()
 }
 
 /// How many announcements in `listed` were made before `own` (a name) and are still
 /// pending: not withdrawn, and not `settled` (found in the chain, or passed over by
 /// versions enough times to be presumed dead or settled before).
 pub(crate) fn ahead(listed: &[Listed], own: &str, settled: impl Fn(Uuid) -> bool) -> usize {
-    listed.iter().take_while(|l| l.name.as_str() < own).filter(|l| !l.withdrawn && !settled(l.id)).count()
+    let own = naming::announcement_stem(own);
+    listed.iter().take_while(|l| naming::announcement_stem(&l.name) < own).filter(|l| !l.withdrawn && !settled(l.id)).count()
 }
 
 /// The announcements an includer considers, of those `listed`: a read of each it has
@@ -417,5 +432,44 @@ mod tests {
         fresh.append(batch(), &CommitOptions::default()).await.unwrap();
         assert!(carried_in_latest(&fresh).await.is_empty() && !fresh.store().commits.line_waits());
         assert!(list(a.store()).await.unwrap().iter().any(|l| l.id == later), "the announcement waits for its owner");
+    }
+
+    /// A waiting writer lists the names only (on S3 one short entry in place of each
+    /// long key): it finds the same announcements, withdrawals and order as a full
+    /// listing, and its own place by stem; a line holding such a listing lists in full
+    /// before it carries (the content is in the full names).
+    #[tokio::test]
+    async fn a_names_only_listing_finds_the_same_line_and_carrying_lists_in_full() {
+        let resolver = StoreResolver::default();
+        let uri = "memory://names-only/t";
+        let env = Env::system();
+        let schema = Schema::parse("id bigint not null").unwrap();
+        let a = Table::create(resolver.resolve(uri).unwrap(), env.clone(), schema).await.unwrap();
+        let others = Table::open(resolver.resolve(uri).unwrap(), env.clone()).await.unwrap();
+        let mut ids = vec![announce_one(&others, &env).await, announce_one(&others, &env).await, announce_one(&others, &env).await];
+        let full = list(a.store()).await.unwrap();
+        let names = list_names(a.store()).await.unwrap();
+        assert!(full.iter().all(|l| l.name.ends_with(".json") && l.name.len() > 200), "the content is in the names: {full:?}");
+        assert!(names.iter().all(|l| l.name.ends_with('/') && l.name.len() < 80), "one folder per announcement: {names:?}");
+        let order = |listed: &[Listed]| listed.iter().map(|l| l.id).collect::<Vec<_>>();
+        assert_eq!(order(&names), order(&full));
+        ids.sort_by_key(|id| full.iter().position(|l| l.id == *id));
+        for (place, own) in full.iter().enumerate() {
+            assert_eq!(ahead(&names, &own.name, |_| false), place, "its own entry is not ahead of it");
+        }
+
+        mark_withdrawn(a.store(), &full[0].name).await.unwrap();
+        let names = list_names(a.store()).await.unwrap();
+        assert_eq!(order(&names), ids);
+        assert_eq!(names.iter().map(|l| l.withdrawn).collect::<Vec<_>>(), [true, false, false]);
+        assert_eq!(ahead(&names, &full[2].name, |_| false), 1, "a withdrawn announcement is not ahead");
+
+        let mut line = super::super::line::Line::default();
+        line.list(a.store(), true).await;
+        let carried = line.carry(a.store(), &env, &[]).await.expect("listed");
+        let live: Vec<Uuid> = carried.live.iter().map(|l| l.transaction.id).collect();
+        assert_eq!(live, ids, "carried with their content, from a full listing");
+        assert_eq!(carried.withdrawn, HashSet::from([ids[0]]));
+        assert!(carried.names.values().all(|n| n.ends_with(".json")), "retired by their full names");
     }
 }

@@ -19,13 +19,17 @@ use super::contention::{Waiting, PASSED_OVER};
 use super::cooperate::{self, Announced, Listed};
 use crate::env::Env;
 use crate::format::manifest::Manifest;
+use crate::format::naming;
 use crate::storage::TableStore;
 
 /// One commit's place in the line.
 #[derive(Debug, Default)]
 pub(crate) struct Line {
-    /// The announcements listed (names only), kept while the writer waits.
+    /// The announcements listed, kept while the writer waits.
     listing: Option<Vec<Listed>>,
+    /// The listing names the announcements without their content: listed again
+    /// before carrying.
+    names_only: bool,
     /// Transaction ids found in the chain during this commit.
     in_chain: HashSet<Uuid>,
     /// How often a version that carried others passed over each older announcement.
@@ -44,16 +48,20 @@ pub(crate) struct Line {
 
 impl Line {
     /// Lists the announcements unless it holds a listing (a failed listing only means
-    /// carrying nobody this time).
-    pub(crate) async fn list(&mut self, store: &TableStore) {
+    /// carrying nobody this time); `names_only` (an announced writer, likely to wait):
+    /// their names without their content.
+    pub(crate) async fn list(&mut self, store: &TableStore, names_only: bool) {
         if self.listing.is_none() && self.kept.is_none() && !self.alone {
-            self.listing = cooperate::list(store).await.ok();
+            let listing = if names_only { cooperate::list_names(store).await } else { cooperate::list(store).await };
+            self.listing = listing.ok();
+            self.names_only = names_only;
         }
     }
 
     /// Takes a listing made during a pause.
     pub(crate) fn listed(&mut self, listing: Option<Vec<Listed>>) {
         self.listing = listing;
+        self.names_only = false;
     }
 
     /// Whether the pause after a lost attempt lists the announcements (not when it
@@ -106,7 +114,8 @@ impl Line {
             // Passed over by a writer that carried others: its owner is gone, or it
             // settled before this writer's base.
             if let (true, Some(listed)) = (progressed, &self.listing) {
-                for l in listed.iter().take_while(|l| l.name.as_str() < own).filter(|l| !carried.contains(&l.id)) {
+                let own = naming::announcement_stem(own);
+                for l in listed.iter().take_while(|l| naming::announcement_stem(&l.name) < own).filter(|l| !carried.contains(&l.id)) {
                     *self.passed_over.entry(l.id).or_default() += 1;
                 }
             }
@@ -122,14 +131,16 @@ impl Line {
     }
 
     /// What the next attempt carries (`own`: the ids of its batch): what it kept, or the
-    /// announcements listed (listed again if it waited since: those made meanwhile are
-    /// carried too), each read once per handle.
+    /// announcements listed (listed again, in full, if it waited since, so that those
+    /// made meanwhile are carried too, or if it listed names only), each read once per
+    /// handle.
     pub(crate) async fn carry(&mut self, store: &TableStore, env: &Env, own: &[Uuid]) -> Option<Announced> {
         if let Some(kept) = self.kept.take() {
             return Some(kept);
         }
         let listed = self.listing.take()?;
-        let mut listed = if std::mem::take(&mut self.waited) { cooperate::list(store).await.ok()? } else { listed };
+        let (waited, names_only) = (std::mem::take(&mut self.waited), std::mem::take(&mut self.names_only));
+        let mut listed = if waited || names_only { cooperate::list(store).await.ok()? } else { listed };
         // Not read: the transactions found in the chain (their owners may not have
         // retired their announcements yet).
         listed.retain(|l| !self.in_chain.contains(&l.id));

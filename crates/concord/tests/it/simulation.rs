@@ -162,6 +162,11 @@ impl ObjectStore for SimStore {
         self.inner.list(prefix)
     }
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
+        // A waiting writer's listing of names: reordered, and failing as reads do.
+        self.jitter().await;
+        if self.roll(self.faults.read_error) {
+            return Err(Self::fault("listing error"));
+        }
         self.inner.list_with_delimiter(prefix).await
     }
     async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
