@@ -126,7 +126,7 @@ pub(crate) struct Listed {
 /// The announcements, in announcement order: one listing, no read.
 pub(crate) async fn list(store: &TableStore) -> Result<Vec<Listed>, StorageError> {
     let names = store.list_dir(naming::ANNOUNCED_DIR).await?;
-    Ok(listed(names.into_iter().map(|(name, _)| name).filter(|n| n.ends_with(".json") || n.ends_with(".withdrawn"))))
+    Ok(listed(names.into_iter().map(|(name, _)| name)))
 }
 
 /// The announcements' names only, in announcement order: one listing one level deep,
@@ -135,12 +135,13 @@ pub(crate) async fn list(store: &TableStore) -> Result<Vec<Listed>, StorageError
 /// waiting writer needs to find its place, at a fraction of a full listing's cost).
 pub(crate) async fn list_names(store: &TableStore) -> Result<Vec<Listed>, StorageError> {
     let names = store.list_dir_names(naming::ANNOUNCED_DIR).await?;
-    Ok(listed(names.into_iter().filter(|n| n.ends_with(".json") || n.ends_with(".withdrawn") || n.ends_with('/'))))
+    Ok(listed(names.into_iter()))
 }
 
-/// Announcements (and withdrawal markers) by name, in announcement order.
+/// Announcements (names ending `.json`, or folders of a listing one level deep) and
+/// withdrawal markers, by name, in announcement order; other names are skipped.
 fn listed(names: impl Iterator<Item = String>) -> Vec<Listed> {
-    let mut names: Vec<String> = names.collect();
+    let mut names: Vec<String> = names.filter(|n| n.ends_with(".json") || n.ends_with(".withdrawn") || n.ends_with('/')).collect();
     names.sort();
     let withdrawn: HashSet<Uuid> = names.iter().filter(|n| n.ends_with(".withdrawn")).filter_map(|n| naming::announced_id(n)).collect();
     names
@@ -157,8 +158,14 @@ fn listed(names: impl Iterator<Item = String>) -> Vec<Listed> {
 /// pending: not withdrawn, and not `settled` (found in the chain, or passed over by
 /// versions enough times to be presumed dead or settled before).
 pub(crate) fn ahead(listed: &[Listed], own: &str, settled: impl Fn(Uuid) -> bool) -> usize {
+    made_before(listed, own).filter(|l| !l.withdrawn && !settled(l.id)).count()
+}
+
+/// The announcements in `listed` made before `own` (a name), compared by stem: a
+/// listing's folder entry and the full name of one announcement are one place.
+pub(crate) fn made_before<'a>(listed: &'a [Listed], own: &'a str) -> impl Iterator<Item = &'a Listed> {
     let own = naming::announcement_stem(own);
-    listed.iter().take_while(|l| naming::announcement_stem(&l.name) < own).filter(|l| !l.withdrawn && !settled(l.id)).count()
+    listed.iter().take_while(move |l| naming::announcement_stem(&l.name) < own)
 }
 
 /// The announcements an includer considers, of those `listed`: a read of each it has

@@ -19,7 +19,6 @@ use super::contention::{Waiting, PASSED_OVER};
 use super::cooperate::{self, Announced, Listed};
 use crate::env::Env;
 use crate::format::manifest::Manifest;
-use crate::format::naming;
 use crate::storage::TableStore;
 
 /// One commit's place in the line.
@@ -114,8 +113,7 @@ impl Line {
             // Passed over by a writer that carried others: its owner is gone, or it
             // settled before this writer's base.
             if let (true, Some(listed)) = (progressed, &self.listing) {
-                let own = naming::announcement_stem(own);
-                for l in listed.iter().take_while(|l| naming::announcement_stem(&l.name) < own).filter(|l| !carried.contains(&l.id)) {
+                for l in cooperate::made_before(listed, own).filter(|l| !carried.contains(&l.id)) {
                     *self.passed_over.entry(l.id).or_default() += 1;
                 }
             }
