@@ -269,13 +269,17 @@ async fn commit_rounds(
         let Some(manifest) = building.finish() else { continue };
         let first = included[0];
         let version = manifest.version;
+        let reads_while_creating = store.capabilities().read_while_creating;
         let create = Create {
             version,
             bytes: crate::encode::manifest(&manifest),
             transaction_id: members[first].txn.id,
-            speculate: contention.speculates() && store.capabilities().read_while_creating,
+            speculate: contention.speculates() && reads_while_creating,
             // The first in line reads one version further: its winner may be one ahead.
-            look_ahead: u64::from(carry.as_ref().is_some_and(|c| !c.live.is_empty())),
+            // So does a first attempt that loses, as it reads the winner back: a writer
+            // that does not wait makes its next version while the loser learns of the
+            // first (at a table's start, most losers of version 1 lost version 2 so).
+            look_ahead: u64::from(carry.as_ref().is_some_and(|c| !c.live.is_empty()) || (!contention.speculates() && reads_while_creating)),
         };
         let retry = members[first].opts.retry;
         // Versions read after the one created, if it loses (see `settle.rs`).
@@ -387,22 +391,40 @@ async fn commit_rounds(
         let announce = announce_by.take().map(|deadline| cooperate::announce(store, env, members[0].txn, members[0].opts, deadline));
         let list = (contention.lists_during_pause() && line.lists_during_pause() && sharing == Sharing::Group && cooperate::enabled(&base))
             .then(|| cooperate::list(store));
-        let ((made, listed), ()) = futures::join!(
+        // A writer announcing in its pause spends two round trips there, in which a
+        // writer that does not wait makes a version: it reads on from its base while it
+        // lists, so that its next create is not on a base taken meanwhile.
+        let reads_on = announce.is_some() && list.is_some() && base.transactions.iter().all(|t| t.carried_by.is_none());
+        let ((made, listed, newer), ()) = futures::join!(
             async {
                 let made = match announce {
                     Some(announce) => Some(announce.await),
                     None => None,
                 };
-                let listed = match list {
-                    Some(list) => list.await.ok(),
-                    None => None,
+                let read = async {
+                    if reads_on {
+                        read_on(store, env, &base, PAUSE_READ_ON).await
+                    } else {
+                        None
+                    }
                 };
-                (made, listed)
+                let listed = async {
+                    match list {
+                        Some(list) => list.await.ok(),
+                        None => None,
+                    }
+                };
+                let (listed, newer) = futures::join!(listed, read);
+                (made, listed, newer)
             },
             env.clock.sleep(pause)
         );
         if let Some(name) = made {
             *announcement = Some(Announcing { name, attempts: members[0].attempts, marked: false });
+        }
+        if let Some(newer) = newer {
+            base = newer;
+            base_learned = env.clock.now();
         }
         line.listed(listed);
     }
@@ -413,6 +435,9 @@ async fn commit_rounds(
 /// listing, its reads, its build), and the waiters would take over from a leader that
 /// is not gone.
 const UNSEEN_PACE: Duration = Duration::from_millis(25);
+
+/// The versions a writer announcing in its pause reads on from its base.
+const PAUSE_READ_ON: u64 = 2;
 
 /// The most versions the first in line reads on from a base it held too long.
 const READ_ON_AT_MOST: u128 = 4;

@@ -36,8 +36,7 @@ pub(crate) struct Create {
     pub(crate) transaction_id: Uuid,
     /// Read the version while creating it (see [`create_and_settle`]).
     pub(crate) speculate: bool,
-    /// With `speculate`, read this many versions after it too (see
-    /// [`create_and_settle`]).
+    /// Read this many versions after it too, at once (see [`create_and_settle`]).
     pub(crate) look_ahead: u64,
 }
 
@@ -50,6 +49,10 @@ pub(crate) struct Create {
 /// with a winner that needs no read before its next attempt (FORMAT.md §8,
 /// "Fairness"). The read is the one read of the winner a lost attempt costs; a won
 /// attempt wastes it.
+///
+/// `look_ahead`: the versions after it are read with that read (while creating, or
+/// with the read back of a create that lost without one): a winner that did not wait
+/// may have made the next already, and the next attempt builds on the newest.
 pub(crate) async fn create_and_settle(
     store: &TableStore,
     env: &Env,
@@ -58,10 +61,14 @@ pub(crate) async fn create_and_settle(
     started: Duration,
 ) -> Result<Attempt, CommitError> {
     let Create { version, bytes, transaction_id, speculate, look_ahead } = create;
+    let read_with_after = || async move {
+        let after = futures::future::join_all((version + 1..=version + look_ahead).map(|v| store.read_version_bytes(v)));
+        let (read, after) = futures::join!(store.read_version_bytes(version), after);
+        (read.ok().flatten(), after)
+    };
     let (created, early, after) = if speculate {
-        let ahead = futures::future::join_all((version + 1..=version + look_ahead).map(|v| store.read_version_bytes(v)));
-        let (created, read, after) = futures::join!(store.create_version(version, bytes), store.read_version_bytes(version), ahead);
-        (created, read.ok().flatten(), after)
+        let (created, (read, after)) = futures::join!(store.create_version(version, bytes), read_with_after());
+        (created, read, after)
     } else {
         (store.create_version(version, bytes).await, None, Vec::new())
     };
@@ -69,6 +76,12 @@ pub(crate) async fn create_and_settle(
         Ok(CreateOutcome::Created) => return Ok(Attempt::Won),
         Ok(CreateOutcome::AlreadyExists) => None,
         Err(e) => Some(e),
+    };
+    // Lost with no read while creating: the winner is read back with the versions
+    // after it.
+    let (early, after) = match &cause {
+        None if !speculate && look_ahead > 0 => read_with_after().await,
+        _ => (early, after),
     };
     let settled = |found: Bytes| -> Result<Attempt, CommitError> {
         let holder = crate::decode::manifest(&store.describe_version(version), version, &found)?;

@@ -322,15 +322,17 @@ fn requests_per_commit_at_capacity() {
     assert_eq!(c.commits, (writers * 20) as usize);
     assert_eq!(c.failed, 0);
     assert_eq!(c.announced_left, 0, "every announcement retired");
-    // Measured 5.3 at seed 7 (5.3-5.4 over seeds 1-10; 6.8 before announcements' names
-    // carried them), worst 4 attempts at every seed, moto 16.9 ms an append (16.9-17.2;
-    // 19.3-19.7 when waiting writers listed the announcements in full): the bounds catch
-    // a protocol change that costs requests or attempts before a benchmark does.
+    // Measured 5.4 at seed 7 (5.3-5.5 over seeds 1-10; 6.8 before announcements' names
+    // carried them), worst 3 attempts at every seed (4 before losers read on from their
+    // base while they list, and read the version after a winner they read back), moto
+    // 17.2 ms an append (17.0-17.4; 19.3-19.7 when waiting writers listed the
+    // announcements in full): the bounds catch a protocol change that costs requests or
+    // attempts before a benchmark does.
     if run == Run::DEFAULT {
         let per_commit = c.total_requests as f64 / c.commits as f64;
         assert!(per_commit <= 6.0, "{per_commit:.2} requests per append");
         assert!(c.moto_ms_per_commit() <= 18.0, "moto {:.1} ms an append", c.moto_ms_per_commit());
-        assert!(c.max_attempts <= 4, "an append took {} attempts", c.max_attempts);
+        assert!(c.max_attempts <= 3, "an append took {} attempts", c.max_attempts);
     }
 }
 
@@ -345,9 +347,9 @@ fn requests_per_cold_commit_at_capacity() {
     assert_eq!(c.commits, (writers * 20) as usize);
     assert_eq!(c.failed, 0);
     assert_eq!(c.announced_left, 0, "every announcement retired");
-    // Measured 8.7 at seed 7 (7.6-8.7 over seeds 1-10, 9.0 before announcements' names
+    // Measured 8.2 at seed 7 (7.8-8.3 over seeds 1-10, 9.0 before announcements' names
     // carried them; the open adds a LIST and a GET of the latest version), worst 4
-    // attempts at every seed; moto 23.2-26.2 ms an append (25.4-27.2 when waiting
+    // attempts at every seed; moto 23.6-24.9 ms an append (25.4-27.2 when waiting
     // writers listed the announcements in full).
     if run == Run::DEFAULT {
         let per_commit = c.total_requests as f64 / c.commits as f64;
