@@ -94,14 +94,16 @@ impl CommitState {
     }
 
     /// Records a line seen in `manifest` by a handle that has not raced yet (a new
-    /// process): writers wait in line for this table if the version carried other
-    /// writers' transactions and was made (by its `timestamp`, another machine's clock)
-    /// within the recent window of `wall_now`. Advisory, as all of this state: a
-    /// skewed clock only decides whether a newcomer waits in line or races.
+    /// process): writers wait in line for this table if the version shows contention
+    /// and was made (by its `timestamp`, another machine's clock) within the recent
+    /// window of `wall_now`. Contention shows as a transaction another writer's commit
+    /// carried, or one rebased over versions others committed (its writer lost a race
+    /// for them): a lone writer's versions show neither. Advisory, as all of this
+    /// state: a skewed clock only decides whether a newcomer waits in line or races.
     pub(crate) fn saw_start(&self, manifest: &Manifest, wall_now: DateTime<Utc>, now: Duration) {
-        let carried = manifest.transactions.iter().any(|t| t.carried_by.is_some());
+        let contended = manifest.transactions.iter().any(|t| t.carried_by.is_some() || !t.rebased_over.is_empty());
         let age = (wall_now - manifest.timestamp).to_std().unwrap_or_default();
-        if carried && self.attempt_latency().is_none() && age < self.recent_for() {
+        if contended && self.attempt_latency().is_none() && age < self.recent_for() {
             self.saw_announcements(now);
         }
     }
@@ -185,6 +187,24 @@ mod tests {
         assert!(!seen(ago(1500), true, false));
         assert!(!seen(ago(300), false, false));
         assert!(!seen(ago(300), true, true));
+    }
+
+    /// So it does when that version's writer rebased over others' versions (it lost a
+    /// race): a version of a lone writer, which never rebases, leaves it racing.
+    #[test]
+    fn a_new_handle_learns_of_contention_from_a_recent_rebased_version() {
+        let wall = Utc::now();
+        let now = Duration::from_secs(100);
+        let seen = |rebased_over: Vec<u64>, made_ms_ago: i64| {
+            let state = CommitState::default();
+            let mut manifest = version(wall - chrono::TimeDelta::milliseconds(made_ms_ago), false);
+            manifest.transactions[0].rebased_over = rebased_over;
+            state.saw_start(&manifest, wall, now);
+            state.recent_announcements(now)
+        };
+        assert!(seen(vec![7], 300));
+        assert!(!seen(vec![], 300), "a lone writer's version");
+        assert!(!seen(vec![7], 1500), "not recent");
     }
 
     /// Announcements found make a line known until a listing finds none, however long

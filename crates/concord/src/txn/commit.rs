@@ -188,8 +188,8 @@ async fn commit_rounds(
         if first_round {
             first_round = false;
             // A newcomer to a contended table (its handle lost a race, or found
-            // announcements, recently; a new handle: its first version carried others,
-            // recently) lets the writers already waiting go first:
+            // announcements, recently; a new handle: its first version carried others
+            // or rebased over others', recently) lets the writers already waiting go first:
             // announced at once, it waits in line (below); else it pauses.
             let now = env.clock.monotonic();
             store.commits.saw_start(&base, env.clock.now(), now);

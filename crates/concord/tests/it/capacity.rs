@@ -347,13 +347,14 @@ fn requests_per_cold_commit_at_capacity() {
     assert_eq!(c.commits, (writers * 20) as usize);
     assert_eq!(c.failed, 0);
     assert_eq!(c.announced_left, 0, "every announcement retired");
-    // Measured 8.2 at seed 7 (7.8-8.3 over seeds 1-10, 9.0 before announcements' names
-    // carried them; the open adds a LIST and a GET of the latest version), worst 4
-    // attempts at every seed; moto 23.6-24.9 ms an append (25.4-27.2 when waiting
-    // writers listed the announcements in full).
+    // Measured 7.7 at seed 7 (7.6-7.8 over seeds 1-10; 7.8-8.3 before a new handle took
+    // a recent version whose writer had rebased as a sign of a line, 9.0 before
+    // announcements' names carried them; the open adds a LIST and a GET of the latest
+    // version), worst 4 attempts at every seed; moto 22.8-23.3 ms an append (23.6-24.9
+    // before; 25.4-27.2 when waiting writers listed the announcements in full).
     if run == Run::DEFAULT {
         let per_commit = c.total_requests as f64 / c.commits as f64;
-        assert!(per_commit <= 9.0, "{per_commit:.2} requests per append");
+        assert!(per_commit <= 8.0, "{per_commit:.2} requests per append");
         assert!(c.max_attempts <= 4, "an append took {} attempts", c.max_attempts);
     }
 }

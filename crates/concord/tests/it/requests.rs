@@ -33,6 +33,8 @@ async fn grow_to(f: &Fixture, target: u64) {
         record.read_version = Some(v - 1);
         record.operation = Operation::SetProperties { set: BTreeMap::new(), unset: Vec::new() };
         record.idempotency_key = None;
+        // A lone writer's: the record copied may be of an append that lost a race.
+        (record.attempts, record.rebased_over, record.carried_by) = (1, Vec::new(), None);
         manifest.transactions = vec![record];
         coordinator.create_version(v, Bytes::from(serde_json::to_vec(&manifest).unwrap())).await.unwrap();
     }
