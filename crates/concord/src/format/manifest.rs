@@ -686,6 +686,12 @@ impl Manifest {
         self.transactions.first().expect("a manifest always has a transaction")
     }
 
+    /// Whether the version carried other writers' announced transactions (cooperative
+    /// commits): its writer waited in line, or led it.
+    pub(crate) fn carried_others(&self) -> bool {
+        self.transactions.iter().any(|t| t.carried_by.is_some())
+    }
+
     /// Rows not deleted.
     pub fn live_rows(&self) -> u64 {
         self.segments.iter().map(|s| s.live_rows).sum()

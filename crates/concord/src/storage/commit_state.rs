@@ -101,7 +101,7 @@ impl CommitState {
     /// for them): a lone writer's versions show neither. Advisory, as all of this
     /// state: a skewed clock only decides whether a newcomer waits in line or races.
     pub(crate) fn saw_start(&self, manifest: &Manifest, wall_now: DateTime<Utc>, now: Duration) {
-        let contended = manifest.transactions.iter().any(|t| t.carried_by.is_some() || !t.rebased_over.is_empty());
+        let contended = manifest.carried_others() || manifest.transactions.iter().any(|t| !t.rebased_over.is_empty());
         let age = (wall_now - manifest.timestamp).to_std().unwrap_or_default();
         if contended && self.attempt_latency().is_none() && age < self.recent_for() {
             self.saw_announcements(now);

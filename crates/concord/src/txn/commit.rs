@@ -250,7 +250,7 @@ async fn commit_rounds(
         // loses. It reads the next versions instead and, finding any, judges them
         // before it builds, carrying the same announcements.
         let leads = carry.as_ref().is_some_and(|c| !c.live.is_empty());
-        let unwaiting = base.transactions.iter().all(|t| t.carried_by.is_none());
+        let unwaiting = !base.carried_others();
         let since = (env.clock.now() - base_learned).to_std().unwrap_or_default();
         if leads && unwaiting && since > latency {
             // As many versions as an attempt each could have made meanwhile (4 at most).
@@ -315,7 +315,7 @@ async fn commit_rounds(
                 let newest_when_read = newest_when_read(holder.version, version, read_after);
                 store.commits.saw_newest(&holder, env.clock.monotonic());
                 // A winner that carried others: writers wait in line for this table.
-                if holder.transactions.iter().any(|t| t.carried_by.is_some()) {
+                if holder.carried_others() {
                     store.commits.saw_announcements(env.clock.monotonic());
                 }
                 let after = contention.lost(holder.timestamp, base_learned, &retry, latency, uniform);
@@ -394,7 +394,7 @@ async fn commit_rounds(
         // A writer announcing in its pause spends two round trips there, in which a
         // writer that does not wait makes a version: it reads on from its base while it
         // lists, so that its next create is not on a base taken meanwhile.
-        let reads_on = announce.is_some() && list.is_some() && base.transactions.iter().all(|t| t.carried_by.is_none());
+        let reads_on = announce.is_some() && list.is_some() && !base.carried_others();
         let ((made, listed, newer), ()) = futures::join!(
             async {
                 let made = match announce {

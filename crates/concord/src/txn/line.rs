@@ -103,7 +103,7 @@ impl Line {
         store.commits.saw_attempt(*latency);
         // A version that carried nobody (a writer that did not wait) is no progress of
         // the line: the wait goes on counting towards a takeover.
-        let progressed = next.as_ref().is_some_and(|n| n.transactions.iter().any(|t| t.carried_by.is_some()));
+        let progressed = next.as_ref().is_some_and(|n| n.carried_others());
         let now = env.clock.monotonic();
         self.waiting.read(next.is_some(), progressed, now);
         if let Some(next) = &next {
@@ -158,7 +158,7 @@ impl Line {
     /// the first, from listings made as the line formed).
     pub(crate) fn lost(&mut self, holder: &Manifest, leading: bool, carried: Option<Announced>) -> bool {
         self.in_chain.extend(holder.transactions.iter().map(|t| t.id));
-        let beaten_by_line = holder.transactions.iter().any(|t| t.carried_by.is_some());
+        let beaten_by_line = holder.carried_others();
         let again = leading && !beaten_by_line && carried.as_ref().is_some_and(|c| !c.live.is_empty());
         if again {
             self.kept = carried;
