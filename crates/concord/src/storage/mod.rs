@@ -1,6 +1,5 @@
 //! Storage and commit: where bytes live and how a version is created exactly once.
 
-mod commit_state;
 #[cfg(feature = "testing")]
 pub mod conformance;
 mod coordinator;

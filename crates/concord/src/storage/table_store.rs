@@ -8,7 +8,6 @@ use bytes::Bytes;
 use object_store::path::Path;
 use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
-use super::commit_state::CommitState;
 use super::local::PendingSync;
 use super::{CoordinatorCapabilities, CreateOutcome, StoreKind, TableLocation};
 use crate::env::Env;
@@ -44,12 +43,6 @@ const SEGMENT_CACHE_ENTRIES: usize = 4096;
 /// the commit loop needs the last few (the base and its winners), history walks many.
 const MANIFEST_CACHE_ENTRIES: usize = 1024;
 
-/// How long what a handle learned of the latest version counts as current: a write
-/// within this time starts from it without looking the latest up again (one LIST or
-/// probe saved). Staleness costs nothing in correctness: a winner the handle did not
-/// know of makes the first create fail and is then read and judged like any other.
-pub(crate) const NEWEST_FRESH_FOR: std::time::Duration = std::time::Duration::from_secs(1);
-
 /// The one way to a table's objects: versions (through the commit coordinator),
 /// manifests and segments (cached: immutable), data files, deletion vectors and staged
 /// transactions. Nothing outside `storage/` reaches into the location behind it.
@@ -58,8 +51,6 @@ pub(crate) struct TableStore {
     location: TableLocation,
     /// Manifests by version (see `MANIFEST_CACHE_ENTRIES`).
     manifests: Mutex<std::collections::BTreeMap<u64, Arc<Manifest>>>,
-    /// What this handle's commits have learned of the table (see [`CommitState`]).
-    pub(crate) commits: CommitState,
     segment_cache: Mutex<HashMap<String, Arc<Segment>>>,
     /// Deletion vectors, immutable like segments.
     deletion_cache: Mutex<HashMap<String, Arc<roaring::RoaringBitmap>>>,
@@ -79,7 +70,6 @@ impl TableStore {
         TableStore {
             location,
             manifests: Mutex::new(std::collections::BTreeMap::new()),
-            commits: CommitState::default(),
             segment_cache: Mutex::new(HashMap::new()),
             deletion_cache: Mutex::new(HashMap::new()),
             announcements: Mutex::new(HashMap::new()),

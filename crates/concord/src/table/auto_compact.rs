@@ -56,7 +56,7 @@ impl Table {
             return None;
         }
         let txn = base.transaction(Operation::Compact { target_rows: target, groups }, base.env.clock.now());
-        let result = self.queue.commit(&self.store, &self.env, &txn, &CommitOptions::default(), self.group_commit).await;
+        let result = self.commit_queued(&txn, &CommitOptions::default()).await;
         match result {
             Ok(info) => Some(info),
             Err(CommitError::CommitStateUnknown { .. }) => None,

@@ -19,6 +19,7 @@ use crate::format::manifest::{format_for, IsolationLevel, Manifest, Operation, T
 use crate::format::schema::Schema;
 use crate::storage::{TableLocation, TableStore};
 use crate::txn::group::CommitQueue;
+use crate::txn::handle::{HandleMemory, Writer};
 
 pub use auto_compact::AUTO_COMPACT_MAX_FRAGMENTS;
 pub use input::Input;
@@ -34,6 +35,8 @@ pub struct Table {
     store: Arc<TableStore>,
     env: Env,
     manifest: Arc<Manifest>,
+    /// Shared by clones: what the handle's commits learned of the table.
+    memory: Arc<HandleMemory>,
     /// Shared by clones: transactions committed through them at the same moment share
     /// a version (group commit).
     queue: Arc<CommitQueue>,
@@ -127,8 +130,9 @@ impl Table {
         };
         if crate::txn::settle::create_table(&store, &manifest).await? {
             let manifest = store.remember(manifest);
-            store.commits.saw_newest(&manifest, env.clock.monotonic());
-            let table = Table::handle(store, env, manifest);
+            let memory = Arc::new(HandleMemory::default());
+            memory.saw_newest(&manifest, env.clock.monotonic());
+            let table = Table::handle(store, memory, env, manifest);
             table.publish_if_asked(0).await;
             Ok(table)
         } else {
@@ -139,21 +143,22 @@ impl Table {
     /// Opens the latest version.
     pub async fn open(location: TableLocation, env: Env) -> Result<Table, OpenError> {
         let store = Arc::new(TableStore::new(location));
-        let manifest = latest_manifest(&store, &env, None).await?;
-        Ok(Table::handle(store, env, manifest))
+        let memory = Arc::new(HandleMemory::default());
+        let manifest = latest_manifest(&store, &env, &memory, None).await?;
+        Ok(Table::handle(store, memory, env, manifest))
     }
 
     /// Opens version `version` without reading the latest one (which may be unreadable).
     pub async fn open_version(location: TableLocation, env: Env, version: u64) -> Result<Table, OpenError> {
         let store = Arc::new(TableStore::new(location));
         let manifest = version_now(&store, version).await?;
-        Ok(Table::handle(store, env, manifest))
+        Ok(Table::handle(store, Arc::default(), env, manifest))
     }
 
     /// The latest version of this table, as of now (looked up: one LIST or probe).
     pub async fn latest(&self) -> Result<Table, OpenError> {
-        let known = self.store.commits.newest_known().map_or(self.manifest.version, |m| m.version.max(self.manifest.version));
-        let manifest = latest_manifest(&self.store, &self.env, Some(known)).await?;
+        let known = self.memory.newest_known().map_or(self.manifest.version, |m| m.version.max(self.manifest.version));
+        let manifest = latest_manifest(&self.store, &self.env, &self.memory, Some(known)).await?;
         Ok(self.with_manifest(manifest))
     }
 
@@ -161,7 +166,7 @@ impl Table {
     /// lost a commit race to, or committed. No I/O; after a write through this handle,
     /// the version it committed (or a newer one).
     pub fn newest_known(&self) -> Table {
-        match self.store.commits.newest_known() {
+        match self.memory.newest_known() {
             Some(m) if m.version > self.manifest.version => self.with_manifest(m),
             _ => self.clone(),
         }
@@ -171,7 +176,7 @@ impl Table {
     /// learned of it within the last second (no request), else the latest, looked up.
     /// Either is correct: winners the handle did not know of are judged at commit.
     pub(crate) async fn write_base(&self) -> Result<Table, OpenError> {
-        match self.store.commits.fresh_newest(self.env.clock.monotonic()) {
+        match self.memory.fresh_newest(self.env.clock.monotonic()) {
             Some(m) => Ok(self.with_manifest(m)),
             None => self.latest().await,
         }
@@ -185,7 +190,7 @@ impl Table {
     /// The newest version committed at or before `at`. Version timestamps strictly
     /// increase along the chain, so this bisects: O(log versions) reads.
     pub async fn checkout_as_of(&self, at: DateTime<Utc>) -> Result<Table, OpenError> {
-        let latest = latest_manifest(&self.store, &self.env, Some(self.manifest.version)).await?;
+        let latest = latest_manifest(&self.store, &self.env, &self.memory, Some(self.manifest.version)).await?;
         if latest.timestamp <= at {
             return Ok(self.with_manifest(latest));
         }
@@ -229,8 +234,22 @@ impl Table {
     }
 
     /// A new handle (its own commit queue) at `manifest`.
-    fn handle(store: Arc<TableStore>, env: Env, manifest: Arc<Manifest>) -> Table {
-        Table { store, env, manifest, queue: Arc::default(), group_commit: true, progress: Progress::default() }
+    fn handle(store: Arc<TableStore>, memory: Arc<HandleMemory>, env: Env, manifest: Arc<Manifest>) -> Table {
+        Table { store, env, manifest, memory, queue: Arc::default(), group_commit: true, progress: Progress::default() }
+    }
+
+    /// What a commit through this handle works with.
+    pub(crate) fn writer(&self) -> Writer<'_> {
+        Writer { store: &self.store, env: &self.env, memory: &self.memory }
+    }
+
+    /// Commits `txn` through the handle's queue (group commit, if on).
+    pub(crate) async fn commit_queued(
+        &self,
+        txn: &crate::txn::PreparedTransaction,
+        options: &crate::txn::CommitOptions,
+    ) -> Result<crate::txn::CommitInfo, crate::error::CommitError> {
+        self.queue.commit(&self.store, &self.env, &self.memory, txn, options, self.group_commit).await
     }
 
     /// The version this handle reads.
@@ -275,7 +294,7 @@ impl Table {
 }
 
 /// The latest version, looked up (and remembered as the newest the handle has seen).
-async fn latest_manifest(store: &TableStore, env: &Env, known: Option<u64>) -> Result<Arc<Manifest>, OpenError> {
+async fn latest_manifest(store: &TableStore, env: &Env, memory: &HandleMemory, known: Option<u64>) -> Result<Arc<Manifest>, OpenError> {
     let not_found = || not_a_table(store).unwrap_or_else(|| OpenError::NotFound { uri: store.uri().to_string() });
     let latest = match store.latest_version(known).await {
         Ok(latest) => latest.ok_or_else(not_found)?,
@@ -283,7 +302,7 @@ async fn latest_manifest(store: &TableStore, env: &Env, known: Option<u64>) -> R
     };
     // A version seen in a listing or probe can only disappear through cleanup.
     let manifest = store.read_manifest(latest).await?.ok_or_else(not_found)?;
-    store.commits.saw_newest(&manifest, env.clock.monotonic());
+    memory.saw_newest(&manifest, env.clock.monotonic());
     Ok(manifest)
 }
 

@@ -14,7 +14,7 @@ use crate::format::naming;
 use crate::io::ingest::{self, Required};
 use crate::io::predicate;
 use crate::io::writer::FragmentWriter;
-use crate::txn::{commit, delete, keys, merge, update, CommitInfo, CommitOptions, PreparedTransaction, StagedOptions};
+use crate::txn::{commit, delete, merge, update, CommitInfo, CommitOptions, PreparedTransaction, StagedOptions};
 
 // Every prepare starts from the latest version at the time of the call: a long-lived
 // handle then has no backlog of winners to judge at commit. `Table::prepare`
@@ -133,7 +133,7 @@ impl Table {
     /// its files stay, so a staged transaction can be committed again later.
     pub async fn commit(&self, txn: &PreparedTransaction, options: &CommitOptions) -> Result<CommitInfo, WriteError> {
         let options = txn.staged.apply_to(options)?;
-        let info = self.queue.commit(&self.store, &self.env, txn, &options, self.group_commit).await?;
+        let info = self.commit_queued(txn, &options).await?;
         self.after_commit(&info).await;
         Ok(info)
     }
@@ -167,22 +167,7 @@ impl Table {
         let member_options = CommitOptions { idempotency_key: None, ..options.clone() };
         let options: Vec<CommitOptions> = txns.iter().map(|t| t.staged.apply_to(&member_options)).collect::<Result<_, _>>()?;
         let entries: Vec<(&PreparedTransaction, &CommitOptions)> = txns.iter().zip(&options).collect();
-        let outcomes = commit::commit_batch(&self.store, &self.env, &entries, commit::Sharing::Together { job_key }).await?;
-        let mut infos = Vec::with_capacity(outcomes.len());
-        for outcome in outcomes {
-            match outcome {
-                commit::Outcome::Committed(info) => infos.push(info),
-                commit::Outcome::JobDone(version) => {
-                    let key = job_key.expect("only a job with a key is found done");
-                    let manifest = self.store.read_manifest(version).await?.ok_or(CommitError::HistoryRemoved { version })?;
-                    return match keys::in_version(&manifest, key, keys::Retry::Job)? {
-                        Some(keys::Found::Job(infos)) => Ok(infos),
-                        _ => unreachable!("version {version} carries the job's key"),
-                    };
-                }
-                commit::Outcome::Failed(_) | commit::Outcome::Deferred => unreachable!("a job commits all or fails"),
-            }
-        }
+        let infos = commit::commit_job(self.writer(), &entries, job_key).await?;
         if let Some(info) = infos.last() {
             self.after_commit(info).await;
         }

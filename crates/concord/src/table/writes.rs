@@ -156,7 +156,7 @@ impl Table {
             }
         }
         let txn = self.prepare(write).await?;
-        let result = self.queue.commit(&self.store, &self.env, &txn, options, self.group_commit).await;
+        let result = self.commit_queued(&txn, options).await;
         match &result {
             Ok(info) => self.after_commit(info).await,
             Err(CommitError::CommitStateUnknown { .. }) => {}

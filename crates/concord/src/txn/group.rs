@@ -3,8 +3,7 @@
 //!
 //! A caller queues its transaction and then takes the handle's commit lock. Whoever
 //! holds it takes everything queued (its own transaction among it, unless an earlier
-//! holder already committed that) and commits it as one batch (`commit::commit_batch`,
-//! `Sharing::Group`); a transaction that cannot follow the others in one version
+//! holder already committed that) and commits it as one batch (`commit::commit_group`); a transaction that cannot follow the others in one version
 //! without a re-run is queued again for the next. A lone writer (the lock free, the
 //! queue empty) commits at once in its own task: nobody waits for company. A batch runs
 //! in a task of its own, so a caller that gives up waiting cancels nothing.
@@ -17,7 +16,8 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 
-use super::commit::{self, Outcome, Sharing};
+use super::commit::{self, GroupOutcome};
+use super::handle::{HandleMemory, Writer};
 use super::{CommitInfo, CommitOptions, PreparedTransaction};
 use crate::env::Env;
 use crate::error::CommitError;
@@ -58,19 +58,21 @@ impl CommitQueue {
         &self,
         store: &Arc<TableStore>,
         env: &Env,
+        memory: &Arc<HandleMemory>,
         txn: &PreparedTransaction,
         opts: &CommitOptions,
         group: bool,
     ) -> Result<CommitInfo, CommitError> {
+        let w = Writer { store, env, memory };
         if !group || !groupable(txn, opts) {
-            return commit::commit(store, env, txn, opts).await;
+            return commit::commit(w, txn, opts).await;
         }
         // A lone writer (nobody committing, nothing queued) commits at once, in its own
         // task: no spawned task, no channel. Whoever arrives meanwhile queues and takes
         // the lock after it.
         if let Ok(_turn) = self.committer.try_lock() {
             if self.lock_pending().is_empty() {
-                return commit::commit(store, env, txn, opts).await;
+                return commit::commit(w, txn, opts).await;
             }
         }
         let (reply, mut answer) = oneshot::channel();
@@ -83,8 +85,9 @@ impl CommitQueue {
                 Err(oneshot::error::TryRecvError::Closed) => panic!("the task committing this transaction panicked"),
             }
             let batch = std::mem::take(&mut *self.lock_pending());
-            let (store, env) = (store.clone(), env.clone());
-            let requeue = match tokio::spawn(async move { run_batch(&store, &env, batch).await }).await {
+            let (store, env, memory) = (store.clone(), env.clone(), memory.clone());
+            let batch = async move { run_batch(Writer { store: &store, env: &env, memory: &memory }, batch).await };
+            let requeue = match tokio::spawn(batch).await {
                 Ok(requeue) => requeue,
                 // A panic is a bug: it reaches the caller as one, never as a guess.
                 Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
@@ -107,18 +110,17 @@ impl CommitQueue {
 
 /// Commits `batch` as one version; answers every member that settled and returns the
 /// ones to queue again.
-async fn run_batch(store: &TableStore, env: &Env, batch: Vec<Pending>) -> Vec<Pending> {
+async fn run_batch(w: Writer<'_>, batch: Vec<Pending>) -> Vec<Pending> {
     let entries: Vec<(&PreparedTransaction, &CommitOptions)> = batch.iter().map(|p| (&p.txn, &p.opts)).collect();
-    let outcomes = commit::commit_batch(store, env, &entries, Sharing::Group).await;
+    let outcomes = commit::commit_group(w, &entries).await;
     let mut requeue = Vec::new();
     match outcomes {
         Ok(outcomes) => {
             for (pending, outcome) in batch.into_iter().zip(outcomes) {
                 match outcome {
-                    Outcome::Committed(info) => drop(pending.reply.send(Ok(info))),
-                    Outcome::Failed(e) => drop(pending.reply.send(Err(e))),
-                    Outcome::Deferred => requeue.push(pending),
-                    Outcome::JobDone(_) => unreachable!("a group has no job key"),
+                    GroupOutcome::Committed(info) => drop(pending.reply.send(Ok(info))),
+                    GroupOutcome::Failed(e) => drop(pending.reply.send(Err(e))),
+                    GroupOutcome::Deferred => requeue.push(pending),
                 }
             }
         }

@@ -10,7 +10,6 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::action::{self, Action, Cx, NextState};
-use super::commit::Outcome;
 use super::conflict::{self, RerunScope, Resolution, Winner};
 use super::keys::{self, Found, Retry};
 use super::{CommitInfo, CommitOptions, PreparedTransaction};
@@ -33,7 +32,7 @@ pub(crate) struct Member<'a> {
     /// Whether its keys were checked in the history before its first base.
     pub(crate) keys_checked: bool,
     /// How it ended; `None` while it is open (to be committed by a coming attempt).
-    pub(crate) outcome: Option<Outcome>,
+    pub(crate) outcome: Option<Result<CommitInfo, CommitError>>,
 }
 
 /// What an attempt found a member to be, before building the version.
@@ -44,8 +43,9 @@ pub(crate) enum Ready {
     /// response was lost, a staged transaction committed twice, its idempotency key in
     /// the history) or nothing to commit.
     Settled(CommitInfo),
-    /// Its job's key is in this version: the job committed there (a retry of it).
-    JobDone(u64),
+    /// Its job's key is in the history: the job committed there (this is a retry of
+    /// it); the job's transactions' outcomes, as replays.
+    JobDone(Vec<CommitInfo>),
     /// This version withdrew it (cooperative commits: its owner gave up on it).
     Withdrawn(u64),
 }
@@ -54,7 +54,7 @@ impl Ready {
     fn of(found: Found) -> Ready {
         match found {
             Found::Transaction(info) => Ready::Settled(info),
-            Found::Job(infos) => Ready::JobDone(infos.first().map_or(0, |i| i.version)),
+            Found::Job(infos) => Ready::JobDone(infos),
         }
     }
 }

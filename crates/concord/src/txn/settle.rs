@@ -83,52 +83,72 @@ pub(crate) async fn create_and_settle(
         None if !speculate && look_ahead > 0 => read_with_after().await,
         _ => (early, after),
     };
-    let settled = |found: Bytes| -> Result<Attempt, CommitError> {
-        let holder = crate::decode::manifest(&store.describe_version(version), version, &found)?;
-        // Ours if our manifest landed: its first transaction is the one we create
-        // under. Our id further on is another writer's version carrying it
-        // (cooperative commits): lost, and the next round finds it settled there.
-        if holder.transactions.first().is_some_and(|t| t.id == transaction_id && t.carried_by.is_none()) {
-            return Ok(Attempt::Won);
-        }
-        // The versions after the winner, read at once: the next attempt builds on the
-        // newest of them (in a row: the chain has no gaps).
-        let mut holder = store.remember(holder);
-        for (v, found) in (version + 1..).zip(&after) {
-            let Ok(Some(found)) = found else { break };
-            let Ok(next) = crate::decode::manifest(&store.describe_version(v), v, found) else { break };
-            holder = store.remember(next);
-        }
-        Ok(Attempt::Lost(holder))
-    };
+    let settled = |found: Bytes| holder(store, version, transaction_id, &found, &after);
     // Read while creating: whoever holds the version now holds it for good.
     if let Some(found) = early {
         return settled(found);
     }
+    match read_back(store, env, version, transaction_id, cause, retry, started).await? {
+        Ok(found) => settled(found),
+        Err(not_written) => Ok(Attempt::NotWritten(not_written)),
+    }
+}
+
+/// The outcome by the version's content `found`: ours if our manifest landed (its first
+/// transaction is the one created under: our id further on is another writer's version
+/// carrying it, cooperative commits: lost, and the next round finds it settled there);
+/// else lost to it, or to the newest of the versions read after it (`after`, taken in
+/// a row: the chain has no gaps).
+fn holder(
+    store: &TableStore,
+    version: u64,
+    transaction_id: Uuid,
+    found: &Bytes,
+    after: &[Result<Option<Bytes>, StorageError>],
+) -> Result<Attempt, CommitError> {
+    let holder = crate::decode::manifest(&store.describe_version(version), version, found)?;
+    if holder.transactions.first().is_some_and(|t| t.id == transaction_id && t.carried_by.is_none()) {
+        return Ok(Attempt::Won);
+    }
+    let mut holder = store.remember(holder);
+    for (v, found) in (version + 1..).zip(after) {
+        let Ok(Some(found)) = found else { break };
+        let Ok(next) = crate::decode::manifest(&store.describe_version(v), v, found) else { break };
+        holder = store.remember(next);
+    }
+    Ok(Attempt::Lost(holder))
+}
+
+/// Reads the version back until it can tell: its content (`Ok`), or, absent, the error
+/// the create failed with (`Err`: not written). Absent after "already exists" (a store
+/// that is not read-after-write consistent, or a spurious precondition failure), it is
+/// read again, and at the third read taken as not written: creating again is safe (the
+/// create is atomic). Past `retry`'s budget (counted from `started`) the outcome is
+/// unknown.
+async fn read_back(
+    store: &TableStore,
+    env: &Env,
+    version: u64,
+    transaction_id: Uuid,
+    cause: Option<StorageError>,
+    retry: &RetryPolicy,
+    started: Duration,
+) -> Result<Result<Bytes, StorageError>, CommitError> {
+    let unreadable = || StorageError::new("reading back", store.describe_version(version), StorageCause::ReportedButUnreadable);
     let mut last_error: Option<StorageError> = cause;
     let mut failures = 0u32;
     loop {
         match store.read_version_bytes(version).await {
-            Ok(Some(found)) => return settled(found),
-            Ok(None) if last_error.is_some() => return Ok(Attempt::NotWritten(last_error.expect("checked"))),
-            // "Already exists" but unreadable: a store that is not read-after-write
-            // consistent, or a spurious precondition failure. After a few reads, treat it
-            // as not written: creating again is safe (the create is atomic).
-            Ok(None) if failures >= 2 => {
-                return Ok(Attempt::NotWritten(StorageError::new(
-                    "reading back",
-                    store.describe_version(version),
-                    StorageCause::ReportedButUnreadable,
-                )))
-            }
+            Ok(Some(found)) => return Ok(Ok(found)),
+            Ok(None) if last_error.is_some() => return Ok(Err(last_error.expect("checked"))),
+            Ok(None) if failures >= 2 => return Ok(Err(unreadable())),
             Ok(None) => {}
             Err(e) => last_error = Some(e),
         }
         failures += 1;
         let elapsed = env.clock.monotonic() - started;
         if elapsed >= retry.timeout || failures >= retry.max_attempts {
-            let cause = last_error
-                .unwrap_or_else(|| StorageError::new("reading back", store.describe_version(version), StorageCause::ReportedButUnreadable));
+            let cause = last_error.unwrap_or_else(unreadable);
             return Err(CommitError::CommitStateUnknown { version, transaction_id, cause });
         }
         let pause = retry.error_backoff(failures, retry.min_backoff, |max| env.random_below_or_eq(max));

@@ -1,22 +1,39 @@
-//! What a table handle's commits have learned of the table, kept between commits: the
-//! newest version seen and when (a write within `NEWEST_FRESH_FOR` starts from it
+//! A table handle's memory, kept between its commits and shared by its clones: the
+//! newest version seen and when (a write within [`NEWEST_FRESH_FOR`] starts from it
 //! without a lookup), when a commit race was last lost (a newcomer then yields), and
-//! whether a line of announced writers waits (its commits then carry it).
-//! Advisory: stale knowledge costs a lost attempt, never a wrong answer.
+//! whether a line of announced writers waits (its commits then carry it); and
+//! [`Writer`], what a commit works with. Advisory: stale memory costs a lost attempt,
+//! never a wrong answer.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::table_store::NEWEST_FRESH_FOR;
+use crate::env::Env;
 use crate::format::manifest::Manifest;
+use crate::storage::TableStore;
 
-/// See [`CommitState::recent_for`].
+/// How long what a handle learned of the latest version counts as current: a write
+/// within this time starts from it without looking the latest up again (one LIST or
+/// probe saved). Staleness costs nothing in correctness: a winner the handle did not
+/// know of makes the first create fail and is then read and judged like any other.
+pub(crate) const NEWEST_FRESH_FOR: Duration = Duration::from_secs(1);
+
+/// What a commit works with: the table's store, the environment, and the memory of the
+/// handle it commits through.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Writer<'a> {
+    pub(crate) store: &'a TableStore,
+    pub(crate) env: &'a Env,
+    pub(crate) memory: &'a HandleMemory,
+}
+
+/// See [`HandleMemory::recent_for`].
 const RECENT_ATTEMPTS: u32 = 8;
 
 #[derive(Debug, Default)]
-pub(crate) struct CommitState {
+pub(crate) struct HandleMemory {
     /// The newest version this handle has seen (opened, looked up, lost a race to or
     /// committed), and when (the env clock's monotonic time).
     newest: Mutex<Option<(Arc<Manifest>, Duration)>>,
@@ -38,7 +55,7 @@ pub(crate) struct CommitState {
     moves: Mutex<Option<(Duration, Option<Duration>)>>,
 }
 
-impl CommitState {
+impl HandleMemory {
     /// Records that `manifest`'s version exists, as of `now` (monotonic).
     pub(crate) fn saw_newest(&self, manifest: &Arc<Manifest>, now: Duration) {
         let mut newest = self.newest.lock().unwrap_or_else(|e| e.into_inner());
@@ -60,7 +77,7 @@ impl CommitState {
         *self.last_contention.lock().unwrap_or_else(|e| e.into_inner()) = Some((now, latency));
     }
 
-    /// If this handle lost a race recently (see [`CommitState::recent_for`]) before
+    /// If this handle lost a race recently (see [`HandleMemory::recent_for`]) before
     /// `now`: how long that attempt took.
     pub(crate) fn recent_contention(&self, now: Duration) -> Option<Duration> {
         let window = self.recent_for();
@@ -88,7 +105,7 @@ impl CommitState {
     }
 
     /// Whether a line waits for this table, as far as this handle knows (see
-    /// [`CommitState::saw_no_line`]).
+    /// [`HandleMemory::saw_no_line`]).
     pub(crate) fn line_waits(&self) -> bool {
         *self.line.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -109,7 +126,7 @@ impl CommitState {
     }
 
     /// Whether this handle found other writers' announcements recently (see
-    /// [`CommitState::recent_for`]) before `now` (monotonic).
+    /// [`HandleMemory::recent_for`]) before `now` (monotonic).
     pub(crate) fn recent_announcements(&self, now: Duration) -> bool {
         let window = self.recent_for();
         let last = self.last_announcements.lock().unwrap_or_else(|e| e.into_inner());
@@ -173,7 +190,7 @@ mod tests {
         let wall = Utc::now();
         let now = Duration::from_secs(100);
         let seen = |made: DateTime<Utc>, carried: bool, raced: bool| {
-            let state = CommitState::default();
+            let state = HandleMemory::default();
             if raced {
                 state.saw_attempt(Duration::from_millis(20));
             }
@@ -196,7 +213,7 @@ mod tests {
         let wall = Utc::now();
         let now = Duration::from_secs(100);
         let seen = |rebased_over: Vec<u64>, made_ms_ago: i64| {
-            let state = CommitState::default();
+            let state = HandleMemory::default();
             let mut manifest = version(wall - chrono::TimeDelta::milliseconds(made_ms_ago), false);
             manifest.transactions[0].rebased_over = rebased_over;
             state.saw_start(&manifest, wall, now);
@@ -211,7 +228,7 @@ mod tests {
     /// ago; "recent" (a newcomer waits in line) ends after the window.
     #[test]
     fn a_line_found_is_known_until_a_listing_finds_none() {
-        let state = CommitState::default();
+        let state = HandleMemory::default();
         assert!(!state.line_waits(), "a handle that found no announcement knows of no line");
         state.saw_announcements(Duration::from_secs(1));
         assert!(state.line_waits() && state.recent_announcements(Duration::from_secs(1)));
