@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from module_graph import strip  # noqa: E402
+from module_graph import strip
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,7 +36,9 @@ def functions(path: Path):
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     top = int(sys.argv[sys.argv.index("--top") + 1]) if "--top" in sys.argv else 10
-    folder = ROOT / (args[0] if args and not args[0].isdigit() else "crates/concord/src")
+    folder = ROOT / (
+        args[0] if args and not args[0].isdigit() else "crates/concord/src"
+    )
     files = sorted(folder.rglob("*.rs"))
     fns = [(n, f, s, lines) for f in files for (n, s, lines) in functions(f)]
     fns.sort(key=lambda x: -x[3])

@@ -10,7 +10,8 @@ are one unit: its `mod.rs` declares and re-exports them, they use its items).
 
 Checked (exit 1 otherwise):
 - layers: a top-level module uses only those of lower layers (`LAYERS`, bottom first);
-- circles: no strongly connected component of more than one module.
+- circles: no strongly connected component of more than one module, among the files,
+  nor among the children of any folder (a folder's edges being its files' edges).
 
 `--print` lists every edge; `--dot` writes the graph in Graphviz's format.
 """
@@ -65,7 +66,11 @@ def strip(text: str) -> str:
                     depth, i = depth - 1, i + 2
                 else:
                     i += 1
-        elif c == "r" and re.match(r'r#*"', text[i:]) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+        elif (
+            c == "r"
+            and re.match(r'r#*"', text[i:])
+            and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_"))
+        ):
             hashes = re.match(r'r(#*)"', text[i:]).group(1)
             end = text.find('"' + hashes, i + 2 + len(hashes))
             i = n if end < 0 else end + 1 + len(hashes)
@@ -237,6 +242,25 @@ def circles(nodes, edges):
     return out
 
 
+def folder_circles(modules, edges):
+    """The circles among the children (files or folders) of each folder."""
+    out = []
+    folders = {m[:i] for m in modules for i in range(len(m))}
+    for folder in sorted(folders):
+        depth = len(folder)
+        unit = {
+            m: m[: depth + 1] for m in modules if len(m) > depth and m[:depth] == folder
+        }
+        collapsed = {}
+        for m, targets in edges.items():
+            for t in targets:
+                a, b = unit.get(m), unit.get(t)
+                if a and b and a != b:
+                    collapsed.setdefault(a, set()).add(b)
+        out += [c for c in circles(set(unit.values()), collapsed) if c not in out]
+    return out
+
+
 def main():
     modules, edges = graph()
     if "--print" in sys.argv:
@@ -249,13 +273,21 @@ def main():
                 print(f'  "{name(m)}" -> "{name(t)}";')
         print("}")
     up = [(m, t) for m in edges for t in edges[m] if layer(t) > layer(m)]
-    comps = circles(modules, edges)
+    comps = circles(modules, edges) + folder_circles(modules, edges)
     for m, t in sorted(up):
-        print(f"module_graph: {name(m)} uses {name(t)}, a higher layer", file=sys.stderr)
+        print(
+            f"module_graph: {name(m)} uses {name(t)}, a higher layer", file=sys.stderr
+        )
     for comp in comps:
-        print(f"module_graph: circle of {len(comp)}: {', '.join(name(c) for c in comp)}", file=sys.stderr)
+        print(
+            f"module_graph: circle of {len(comp)}: {', '.join(name(c) for c in comp)}",
+            file=sys.stderr,
+        )
     n_edges = sum(len(t) for t in edges.values())
-    print(f"module_graph: {len(modules)} modules, {n_edges} edges, {len(up)} going up, {len(comps)} circles", file=sys.stderr)
+    print(
+        f"module_graph: {len(modules)} modules, {n_edges} edges, {len(up)} going up, {len(comps)} circles",
+        file=sys.stderr,
+    )
     sys.exit(1 if up or comps else 0)
 
 

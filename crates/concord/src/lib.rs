@@ -73,7 +73,7 @@ pub use error::{
 };
 pub use format::manifest::{Assignment, IsolationLevel, OperationKind};
 pub use format::schema::{ColumnType, Field, Schema};
-pub use io::guard::quiet_caught_panics;
+pub use io::parquet::guard::quiet_caught_panics;
 pub use sql::{SqlError, SqlSession, SqlStream, SqlTableProvider};
 pub use storage::{StoreResolver, TableLocation, TableLocationBuilder};
 pub use table::{Input, ProgressFn, ScanOptions, Table, TableScan, TransactionInfo, VacuumReport, VersionInfo, Write, WriteProgress};

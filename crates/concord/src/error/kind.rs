@@ -12,7 +12,6 @@ use super::{
 };
 use crate::duration::{DurationError, TimeError};
 use crate::format::schema::{ColumnNameError, SchemaParseError};
-use crate::sql::SqlError;
 
 /// What an error means: what a caller does about it. Not `non_exhaustive`: the kinds
 /// are the contract's outcomes, and a caller's map of them is meant to be total.
@@ -270,24 +269,6 @@ impl WriteError {
             WriteError::Unavailable(u) => u.kind(),
             WriteError::Corrupt(c) => c.kind(),
             WriteError::Storage(s) => s.kind(),
-        }
-    }
-}
-
-impl SqlError {
-    /// What it means (see [`ErrorKind`]): query mistakes are bad input; reading
-    /// failures as for scans.
-    pub fn kind(&self) -> ErrorKind {
-        match self {
-            SqlError::Scan(scan) => scan.kind(),
-            SqlError::Engine { .. } => ErrorKind::Storage,
-            SqlError::Plan { .. }
-            | SqlError::NotAQuery { .. }
-            | SqlError::Failed { .. }
-            | SqlError::DuplicateName { .. }
-            | SqlError::AmbiguousColumn { .. }
-            | SqlError::BadName { .. }
-            | SqlError::TooLarge(_) => ErrorKind::InvalidInput,
         }
     }
 }

@@ -4,8 +4,6 @@
 pub(crate) mod announcement;
 pub(crate) mod manifest;
 pub(crate) mod naming;
-pub(crate) mod nested;
 pub(crate) mod schema;
 pub(crate) mod segments;
 pub(crate) mod staged;
-pub(crate) mod types;

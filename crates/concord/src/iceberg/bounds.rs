@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, NaiveDate, NaiveDateTime};
 
 use crate::format::manifest::DataFile;
+use crate::format::schema::types::ColumnType;
 use crate::format::schema::{Field, Schema};
-use crate::format::types::ColumnType;
 
 /// The flat fields statistics are kept for (reached through structs only), by id.
 pub(super) fn leaf_types(schema: &Schema) -> BTreeMap<u32, &Field> {

@@ -23,7 +23,6 @@ use crate::error::{ErrorKind, OpenError, StorageError};
 use crate::format::manifest::{Fragment, Manifest, OperationKind, SegmentRef, PROPERTY_ICEBERG_PUBLISH};
 use crate::format::schema::Field;
 use crate::storage::TableStore;
-use crate::table::Table;
 
 /// Snapshots a metadata file lists: the version's and the ones before it, so its size
 /// (written once per version) does not grow with the history; an older version is read
@@ -87,32 +86,28 @@ pub(crate) fn metadata_name(version: u64) -> String {
     format!("{DIR}/v{version}.metadata.json")
 }
 
-impl Table {
-    /// Publishes the Iceberg metadata of this version, and first of every retained
-    /// earlier version not yet published (idempotent: a published version costs one
-    /// listing); returns the URI of this version's metadata file, for an Iceberg reader.
-    pub async fn publish_iceberg(&self) -> Result<String, PublishError> {
-        let store = self.store();
-        let published = published_versions(store).await?;
-        if !published.contains(&self.version()) {
-            publish_from_listing(store, self.version(), &published).await?;
-        }
-        Ok(uri(store, &metadata_name(self.version())))
+/// Publishes the Iceberg metadata of `version`, and first of every retained earlier
+/// version not yet published (idempotent: a published version costs one listing);
+/// returns the URI of its metadata file, for an Iceberg reader.
+pub(crate) async fn publish(store: &TableStore, version: u64) -> Result<String, PublishError> {
+    let published = published_versions(store).await?;
+    if !published.contains(&version) {
+        publish_from_listing(store, version, &published).await?;
     }
+    Ok(uri(store, &metadata_name(version)))
+}
 
-    /// After this handle created `version`: publishes it (and first any unpublished one
-    /// before it) when the version's properties ask for it ([`PROPERTY_ICEBERG_PUBLISH`]).
-    /// Never fails the commit, and costs no request when publishing is off (the created
-    /// manifest is in the handle's cache). A failure leaves the version to the next
-    /// writer or to `concord iceberg publish`.
-    pub(crate) async fn publish_if_asked(&self, version: u64) {
-        let store = self.store();
-        let Some(manifest) = store.cached_manifest(version) else { return };
-        if manifest.properties.get(PROPERTY_ICEBERG_PUBLISH).is_none_or(|v| v != "true") {
-            return;
-        }
-        let _ = publish_after(store, version).await;
+/// After a writer created `version`: publishes it (and first any unpublished one before
+/// it) when the version's properties ask for it ([`PROPERTY_ICEBERG_PUBLISH`]). Never
+/// fails the commit, and costs no request when publishing is off (the created manifest
+/// is in the handle's cache). A failure leaves the version to the next writer or to
+/// `concord iceberg publish`.
+pub(crate) async fn publish_if_asked(store: &TableStore, version: u64) {
+    let Some(manifest) = store.cached_manifest(version) else { return };
+    if manifest.properties.get(PROPERTY_ICEBERG_PUBLISH).is_none_or(|v| v != "true") {
+        return;
     }
+    let _ = publish_after(store, version).await;
 }
 
 /// Versions whose metadata file exists (one listing).

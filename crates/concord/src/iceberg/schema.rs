@@ -3,8 +3,8 @@
 
 use serde_json::{json, Value};
 
+use crate::format::schema::types::ColumnType;
 use crate::format::schema::{Field, Schema};
-use crate::format::types::ColumnType;
 
 /// Why a type has no Iceberg (v2) type that reads its stored values exactly.
 pub(crate) fn unsupported(column_type: &ColumnType) -> Option<&'static str> {
@@ -76,7 +76,7 @@ pub(crate) fn initial_default(field: &Field) -> Result<Option<Value>, &'static s
         DataType::Float32 => Value::from(f64::from(value.as_primitive::<Float32Type>().value(0))),
         DataType::Float64 => Value::from(value.as_primitive::<Float64Type>().value(0)),
         DataType::Utf8 => json!(value.as_string::<i32>().value(0)),
-        DataType::Decimal128(..) => json!(crate::io::cast::display_value(value.as_ref(), 0)),
+        DataType::Decimal128(..) => json!(crate::io::values::display_value(value.as_ref(), 0)),
         DataType::Date32 => {
             let days = value.as_primitive::<Date32Type>().value(0);
             json!((micros(i64::from(days) * 86_400_000_000)?.date_naive()).format("%Y-%m-%d").to_string())

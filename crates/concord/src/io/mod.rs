@@ -1,24 +1,14 @@
-//! Data files: reading user input, writing Parquet fragments, scanning them.
+//! Data files: user input decoded into the table's types, Parquet data files written
+//! and scanned, predicates compiled, deletion vectors. Layers, each using only those
+//! before it: `values` (the one rule for putting a value into a column) and `parquet`
+//! (untrusted Parquet checked before the parquet crate decodes it); `write` (data files
+//! and their statistics); `input` (files and batches decoded into the table's schema),
+//! `predicate` (SQL predicates compiled against a schema) and `deletion`; `scan`.
 
-pub(crate) mod adapt;
-pub(crate) mod cast;
-mod checked;
-pub(crate) mod csv_fields;
 pub(crate) mod deletion;
-mod file_reader;
-mod footer_check;
-pub(crate) mod guard;
-pub(crate) mod ingest;
-mod json_values;
-pub(crate) mod keys;
-pub(crate) mod leaf_stats;
-mod literals;
-pub(crate) mod nested;
-pub(crate) mod page_check;
-mod parquet_input;
+pub(crate) mod input;
+pub(crate) mod parquet;
 pub(crate) mod predicate;
 pub(crate) mod scan;
-pub(crate) mod splice;
-pub(crate) mod stats;
-mod thrift;
-pub(crate) mod writer;
+pub(crate) mod values;
+pub(crate) mod write;

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use datafusion::common::DataFusionError;
 
-use crate::error::{PredicateError, ScanError};
+use crate::error::{ErrorKind, PredicateError, ScanError};
 
 /// A SQL query could not be planned or run.
 #[derive(Debug, thiserror::Error)]
@@ -68,6 +68,24 @@ pub enum SqlError {
         /// DataFusion's message.
         message: String,
     },
+}
+
+impl SqlError {
+    /// What it means (see [`ErrorKind`]): query mistakes are bad input; reading
+    /// failures as for scans.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            SqlError::Scan(scan) => scan.kind(),
+            SqlError::Engine { .. } => ErrorKind::Storage,
+            SqlError::Plan { .. }
+            | SqlError::NotAQuery { .. }
+            | SqlError::Failed { .. }
+            | SqlError::DuplicateName { .. }
+            | SqlError::AmbiguousColumn { .. }
+            | SqlError::BadName { .. }
+            | SqlError::TooLarge(_) => ErrorKind::InvalidInput,
+        }
+    }
 }
 
 /// A scan failure carried through DataFusion (which only knows its own error type).

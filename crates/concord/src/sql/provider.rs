@@ -15,8 +15,8 @@ use datafusion::physical_plan::ExecutionPlan;
 use super::error::ScanFailure;
 use super::exec::ScanExec;
 use crate::format::schema::Field;
-use crate::io::adapt::with_string_views;
 use crate::io::predicate;
+use crate::io::scan::adapt::with_string_views;
 use crate::io::scan::{prune, ScanMetrics, ScanPlan};
 use crate::table::Table;
 

@@ -17,7 +17,7 @@ use datafusion::physical_plan::ExecutionPlan;
 use crate::format::manifest::Fragment;
 use crate::format::schema::Field;
 use crate::io::predicate::Predicate;
-use crate::io::stats::summary;
+use crate::io::write::stats::summary;
 
 /// Statistics of the rows of `fragments` (columns `fields`); `narrowed` when a filter
 /// or limit may return fewer rows.

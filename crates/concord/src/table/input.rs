@@ -12,8 +12,8 @@ use futures::StreamExt;
 
 use crate::error::{InputError, WriteError};
 use crate::format::schema::Schema;
-use crate::io::ingest::{self, Required};
-use crate::io::splice::Spliced;
+use crate::io::input::{self, Required};
+use crate::io::write::Spliced;
 
 /// Rows to write, from any source. Every entry point takes one (`impl Into<Input>`):
 /// a batch or batches, a file path or paths, or a stream of batches, which is written
@@ -138,7 +138,7 @@ fn caller_chunks(
         .map(move |(i, batch)| {
             let source: Arc<str> = format!("batch {i}").into();
             let batch = batch.map_err(|e| InputError::Unparsable { file: source.to_string(), reason: e.to_string() })?;
-            let conformed = ingest::conform_batch(&batch, &schema, &source, required)?;
+            let conformed = input::conform_batch(&batch, &schema, &source, required)?;
             let present: Arc<[u32]> = conformed.present.into();
             let batch = conformed.batches.into_iter().next().expect("one batch in, one out");
             Ok(Chunk { source, first_row: 0, batch, present, spliced: None })
@@ -161,7 +161,7 @@ fn file_chunks(files: Vec<PathBuf>, schema: Schema, required: Required, splice: 
                     .map_err(|_| InputError::Io { file: source.to_string(), source: std::io::Error::other("the write stopped") })
             };
             let spliced = match splice {
-                true => ingest::splice_parquet(&file, &schema, &mut |spliced, present| {
+                true => input::splice_parquet(&file, &schema, &mut |spliced, present| {
                     let (batch, rows) = (RecordBatch::new_empty(schema.arrow_schema()), spliced.rows);
                     let chunk = Chunk { source: source.clone(), first_row, batch, present: present.into(), spliced: Some(spliced) };
                     first_row += rows;
@@ -170,7 +170,7 @@ fn file_chunks(files: Vec<PathBuf>, schema: Schema, required: Required, splice: 
                 false => Ok(None),
             };
             let read = match spliced {
-                Ok(None) => ingest::read_file_each(&file, &schema, required, &mut |batch, present| {
+                Ok(None) => input::read_file_each(&file, &schema, required, &mut |batch, present| {
                     let rows = batch.num_rows() as u64;
                     let chunk = Chunk { source: source.clone(), first_row, batch, present: present.into(), spliced: None };
                     first_row += rows;

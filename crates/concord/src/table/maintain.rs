@@ -12,12 +12,13 @@ use crate::error::{AlterError, DefaultProblem, PredicateError, WriteError};
 use crate::format::manifest::{
     IsolationLevel, NewColumn, Operation, PROPERTY_AUTO_COMPACT, PROPERTY_COOPERATIVE, PROPERTY_ICEBERG_PUBLISH, PROPERTY_ISOLATION,
 };
-use crate::format::nested::split_path;
+use crate::format::schema::types::nested::split_path;
 use crate::format::schema::{ColumnSpec, ColumnType, Field, Schema, SchemaParseError, MAX_COLUMNS};
-use crate::io::cast::{self, CastFailure};
 use crate::io::predicate;
-use crate::io::writer::MAX_ROWS_PER_FILE;
-use crate::txn::{compact, PreparedTransaction};
+use crate::io::values::{self, CastFailure};
+use crate::io::write::MAX_ROWS_PER_FILE;
+use crate::txn::ops::compact;
+use crate::txn::PreparedTransaction;
 
 /// Compaction's default `target_rows`: one full data file.
 pub const DEFAULT_COMPACT_TARGET_ROWS: u64 = MAX_ROWS_PER_FILE as u64;
@@ -225,12 +226,12 @@ fn evaluate_default(spec: &ColumnSpec, sql: &str, now: DateTime<Utc>) -> Result<
         return Ok(None);
     }
     let expected = spec.column_type.clone();
-    let typed = cast::to_column(&value, &expected, cast::Source::Any).map_err(|e| match e {
+    let typed = values::to_column(&value, &expected, values::Source::Any).map_err(|e| match e {
         CastFailure::Type { found } => bad(DefaultProblem::WrongType { found, expected: expected.clone() }),
         CastFailure::Value { value, .. } => bad(DefaultProblem::DoesNotFit { value, expected: expected.clone() }),
     })?;
     // Every value of a column type has a text form that casts back.
-    let text = crate::io::cast::display_value(typed.as_ref(), 0);
+    let text = crate::io::values::display_value(typed.as_ref(), 0);
     let field =
         Field { id: 0, name: spec.name.clone(), column_type: expected, nullable: true, default: Some(text.clone()), widened_from: None };
     if field.default_array(1).as_ref() != typed.as_ref() {

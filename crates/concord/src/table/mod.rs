@@ -1,6 +1,6 @@
 //! The table API: one handle per (table, version).
 
-mod auto_compact;
+mod after_commit;
 mod input;
 mod maintain;
 mod read;
@@ -17,11 +17,13 @@ use crate::env::Env;
 use crate::error::{CreateError, OpenError};
 use crate::format::manifest::{format_for, IsolationLevel, Manifest, Operation, TransactionRecord, PROPERTY_ISOLATION};
 use crate::format::schema::Schema;
+pub(crate) use crate::io::write::Progress;
+pub use crate::io::write::{ProgressFn, WriteProgress};
 use crate::storage::{TableLocation, TableStore};
 use crate::txn::group::CommitQueue;
 use crate::txn::handle::{HandleMemory, Writer};
 
-pub use auto_compact::AUTO_COMPACT_MAX_FRAGMENTS;
+pub use after_commit::AUTO_COMPACT_MAX_FRAGMENTS;
 pub use input::Input;
 pub use maintain::DEFAULT_COMPACT_TARGET_ROWS;
 pub use read::{ScanOptions, TableScan, TransactionInfo, VersionInfo};
@@ -44,43 +46,6 @@ pub struct Table {
     group_commit: bool,
     /// Told how a write's data is going (see [`Table::with_progress`]).
     progress: Progress,
-}
-
-/// How far a write has come: rows taken from the input (checked and encoded) and
-/// bytes of data files written; for a compaction, groups of fragments rewritten.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct WriteProgress {
-    /// Rows taken from the input so far.
-    pub rows: u64,
-    /// Bytes of data files written so far.
-    pub bytes_written: u64,
-    /// Compaction: groups rewritten so far, of `groups`.
-    pub groups_rewritten: u64,
-    /// Compaction: groups to rewrite.
-    pub groups: u64,
-}
-
-/// A function told a write's [`WriteProgress`] as it goes (see [`Table::with_progress`]).
-pub type ProgressFn = Arc<dyn Fn(WriteProgress) + Send + Sync>;
-
-/// An optional [`ProgressFn`].
-#[derive(Clone, Default)]
-pub(crate) struct Progress(pub(crate) Option<ProgressFn>);
-
-impl Progress {
-    /// Tells the function, if any.
-    pub(crate) fn report(&self, progress: WriteProgress) {
-        if let Some(f) = &self.0 {
-            f(progress);
-        }
-    }
-}
-
-impl std::fmt::Debug for Progress {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() { "Progress(reported)" } else { "Progress(none)" })
-    }
 }
 
 impl Table {

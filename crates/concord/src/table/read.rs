@@ -193,7 +193,7 @@ impl Table {
     /// fuzz target and its corpus hold both decoders to the same guards.
     #[doc(hidden)]
     pub async fn read_fragment_as_sql(&self, fragment: &Fragment) -> Result<Vec<RecordBatch>, ScanError> {
-        self.read_fragment_as(fragment, Arc::new(crate::io::adapt::with_string_views(&self.schema().arrow_schema()))).await
+        self.read_fragment_as(fragment, Arc::new(crate::io::scan::adapt::with_string_views(&self.schema().arrow_schema()))).await
     }
 
     async fn read_fragment_as(&self, fragment: &Fragment, output: arrow::datatypes::SchemaRef) -> Result<Vec<RecordBatch>, ScanError> {

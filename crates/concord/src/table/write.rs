@@ -11,10 +11,11 @@ use super::Table;
 use crate::error::{CommitError, InputError, OpenError, StagedCommitError, WriteError};
 use crate::format::manifest::{Assignment, NewFragment, Operation};
 use crate::format::naming;
-use crate::io::ingest::{self, Required};
+use crate::io::input::{Required, Rows};
 use crate::io::predicate;
-use crate::io::writer::FragmentWriter;
-use crate::txn::{commit, delete, merge, update, CommitInfo, CommitOptions, PreparedTransaction, StagedOptions};
+use crate::io::write::FragmentWriter;
+use crate::txn::ops::{delete, merge, update};
+use crate::txn::{commit, CommitInfo, CommitOptions, PreparedTransaction, StagedOptions};
 
 // Every prepare starts from the latest version at the time of the call: a long-lived
 // handle then has no backlog of winners to judge at commit. `Table::prepare`
@@ -93,8 +94,7 @@ impl Table {
         let present = present.unwrap_or_else(|| base.schema().fields.iter().map(|f| f.id).collect());
         let source = if sources.is_empty() { "the merge source".to_string() } else { sources.join(", ") };
         let fragments = base.fragments().await?;
-        let operation =
-            merge::prepare(&base.store, &base.env, base.schema(), &fragments, ingest::Input { batches, present }, keys, &source).await?;
+        let operation = merge::prepare(&base.store, &base.env, base.schema(), &fragments, Rows { batches, present }, keys, &source).await?;
         Ok(base.transaction(operation, now))
     }
 

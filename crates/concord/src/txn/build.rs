@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-use super::action::NextState;
 use super::member::Earlier;
+use super::ops::NextState;
 use crate::env::Env;
 use crate::format::manifest::{format_for, Manifest, TransactionRecord};
 

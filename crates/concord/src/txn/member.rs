@@ -9,9 +9,9 @@ use chrono::{DateTime, Utc};
 
 use uuid::Uuid;
 
-use super::action::{self, Action, Cx, NextState};
 use super::conflict::{self, RerunScope, Resolution, Winner};
 use super::keys::{self, Found, Retry};
+use super::ops::{Action, Cx, NextState};
 use super::{CommitInfo, CommitOptions, PreparedTransaction};
 use crate::env::Env;
 use crate::error::{CommitError, IncompatibleReason};
@@ -24,7 +24,7 @@ pub(crate) struct Member<'a> {
     pub(crate) opts: &'a CommitOptions,
     /// The idempotency key of the job commit it is part of.
     job_key: Option<&'a str>,
-    action: Box<dyn Action>,
+    action: Action,
     judged: Judged,
     rerun_done: bool,
     /// Attempts that included it (creates of a version holding it, its own writer's).
@@ -83,7 +83,7 @@ pub(crate) enum Follows {
 
 impl<'a> Member<'a> {
     pub(crate) fn new(txn: &'a PreparedTransaction, opts: &'a CommitOptions, job_key: Option<&'a str>) -> Self {
-        let action = action::for_operation(txn.operation.clone());
+        let action = Action::new(txn.operation.clone());
         Member { txn, opts, job_key, action, judged: Judged::new(txn), rerun_done: false, attempts: 0, keys_checked: false, outcome: None }
     }
 
@@ -115,7 +115,7 @@ impl<'a> Member<'a> {
             }
         }
         let isolation = self.isolation(base);
-        match self.judged.judge_up_to(store, base, self.txn, self.action.as_ref(), &self.keys(), isolation).await? {
+        match self.judged.judge_up_to(store, base, self.txn, &self.action, &self.keys(), isolation).await? {
             // Carried by another writer's commit (cooperative commits): its attempts are
             // its own conditional creates until it learned that.
             Some(Ready::Settled(info)) if info.transaction_id == self.txn.id => {
@@ -152,7 +152,7 @@ impl<'a> Member<'a> {
     pub(crate) async fn ready_to_carry(&mut self, store: &TableStore, base: &Arc<Manifest>) -> bool {
         self.attempts += 1;
         let isolation = self.isolation(base);
-        let judged = self.judged.judge_up_to(store, base, self.txn, self.action.as_ref(), &self.keys(), isolation).await;
+        let judged = self.judged.judge_up_to(store, base, self.txn, &self.action, &self.keys(), isolation).await;
         matches!(judged, Ok(None))
             && self.judged.pending_rerun.is_none()
             && self.opts.expect_version.is_none()
@@ -208,7 +208,7 @@ impl<'a> Member<'a> {
         scope: &RerunScope,
     ) -> Result<(NextState, Operation), CommitError> {
         let cx = self.cx(store, env, env.clock.now());
-        let mut copy = action::for_operation(self.operation());
+        let mut copy = Action::new(self.operation());
         copy.rerun(&cx, state, scope).await?;
         let next = copy.apply(&cx, state).await?;
         Ok((next, copy.operation()))
@@ -254,7 +254,7 @@ impl Judged {
         store: &TableStore,
         base: &Arc<Manifest>,
         txn: &PreparedTransaction,
-        action: &dyn Action,
+        action: &Action,
         keys: &[(&str, Retry)],
         isolation: IsolationLevel,
     ) -> Result<Option<Ready>, CommitError> {

@@ -1,34 +1,24 @@
 //! Transactions: prepared against a read version, committed with rebase on conflict.
 //!
-//! One file per action (`append`, `overwrite`, `restore`, `delete`, `update`, `merge`,
-//! `alter`, `compact`), each implementing [`action::Action`]: its next state from a
-//! base version and its re-run over what a winner changed. `conflict` decides (purely)
+//! One file per operation in `ops` (`append`, `overwrite`, `restore`, `delete`,
+//! `update`, `merge`, `alter`, `compact`): its next state from a base version and its
+//! re-run over what a winner changed. `conflict` decides (purely)
 //! what a winner means for a transaction; `member` is one transaction being committed,
 //! `build` the version being built; `commit` runs the rounds (a pure planner and a
 //! driver), `settle` resolves unclear creates, `cooperative` shares versions between
 //! processes, `group` between the tasks of one handle.
 
-mod action;
-pub(crate) mod alter;
-mod append;
-mod apply;
 pub(crate) mod build;
 pub(crate) mod commit;
-pub(crate) mod compact;
 pub(crate) mod conflict;
 pub(crate) mod cooperative;
-pub(crate) mod delete;
 pub(crate) mod group;
 pub(crate) mod handle;
 pub(crate) mod keys;
 pub(crate) mod member;
-pub(crate) mod merge;
-mod overwrite;
-mod restore;
+pub(crate) mod ops;
 pub(crate) mod retry;
-mod set_paths;
 pub(crate) mod settle;
-pub(crate) mod update;
 
 use uuid::Uuid;
 

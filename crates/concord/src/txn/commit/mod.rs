@@ -7,7 +7,7 @@
 //!
 //! A withdrawal (cooperative commits) runs through the same rounds, the planner
 //! skipping the steps it does not take. The loop knows no operation: each one's logic
-//! is its `Action` (see `member.rs`); it knows no store: creates go through the
+//! is in `txn/ops` (an `Action` each member holds); it knows no store: creates go through the
 //! coordinator (`settle.rs`).
 //!
 //! Invariants: nothing of a transaction is visible unless its id is in a version; a
@@ -25,7 +25,6 @@ use uuid::Uuid;
 use self::memory::{Announcing, Memory};
 use self::plan::{Facts, Step, PAUSE_READ_ON};
 use self::reads::{look_up_latest, read_on, start_base};
-use super::action::NextState;
 use super::build::Building;
 use super::cooperative::announce::{self, Announced};
 use super::cooperative::carry::{self, withdraw_record};
@@ -33,6 +32,7 @@ use super::cooperative::line::CarryFrom;
 use super::cooperative::{self as coop, unsettled};
 use super::handle::Writer;
 use super::member::{Follows, Member, Ready};
+use super::ops::NextState;
 use super::settle::{create_and_settle, Attempt, Create};
 use super::{CommitInfo, CommitOptions, PreparedTransaction};
 use crate::error::{CommitError, ErrorKind, StorageCause};

@@ -10,9 +10,9 @@ use crate::env::Env;
 use crate::error::CommitError;
 use crate::format::manifest::{Manifest, Operation, TransactionRecord};
 use crate::storage::TableStore;
-use crate::txn::action::NextState;
 use crate::txn::build::Building;
 use crate::txn::member::{Follows, Member};
+use crate::txn::ops::NextState;
 use crate::txn::CommitOptions;
 
 /// Adds to `building` the announced transactions (`announced`) that may follow what it
