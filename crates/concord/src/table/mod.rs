@@ -3,10 +3,11 @@
 mod after_commit;
 mod input;
 mod maintain;
+mod prepare;
 mod read;
+mod staged;
 mod vacuum;
 mod write;
-mod writes;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -28,7 +29,7 @@ pub use input::Input;
 pub use maintain::DEFAULT_COMPACT_TARGET_ROWS;
 pub use read::{ScanOptions, TableScan, TransactionInfo, VersionInfo};
 pub use vacuum::{VacuumReport, MIN_VACUUM_RETENTION};
-pub use writes::Write;
+pub use write::Write;
 
 /// A table at one version. Cheap to clone. Writes commit on top of the latest version
 /// (rebasing as the concurrency contract says), not necessarily this handle's version.
