@@ -27,7 +27,18 @@ from ._errors import (
     TooMuchContentionError,
     VersionMovedError,
 )
-from ._table import DEFAULT_COMPACT_TARGET_ROWS, CommitInfo, Fragment, Table, create, create_coordinator_table, open, sql
+from ._table import (
+    DEFAULT_COMPACT_TARGET_ROWS,
+    CommitInfo,
+    Consumer,
+    ConsumerInfo,
+    Fragment,
+    Table,
+    create,
+    create_coordinator_table,
+    open,
+    sql,
+)
 
 __all__ = [
     "create",
@@ -37,6 +48,8 @@ __all__ = [
     "Table",
     "CommitInfo",
     "Fragment",
+    "Consumer",
+    "ConsumerInfo",
     "ConcordError",
     "InvalidInputError",
     "IncompatibleError",

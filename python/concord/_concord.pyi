@@ -72,6 +72,20 @@ class NativeTable:
         self, version: int, fragment_json: str, columns: Optional[List[str]] = None, filter: Optional[str] = None
     ) -> ArrowStreamExport: ...
     def vacuum(self, older_than_s: float, allow_short_retention: bool = False) -> Dict[str, int]: ...
+    def changes(
+        self,
+        from_version: Optional[int] = None,
+        to_version: Optional[int] = None,
+        from_time: Optional[str] = None,
+        to_time: Optional[str] = None,
+        consumer: Optional[str] = None,
+        columns: Optional[List[str]] = None,
+        filter: Optional[str] = None,
+        net: bool = False,
+        schema_of: Optional[int] = None,
+    ) -> ArrowStreamExport: ...
+    def consumer(self, action: str, name: str, version: Optional[int] = None, expected: Optional[int] = None) -> Tuple[str, int, str]: ...
+    def consumers(self) -> List[Tuple[str, int, str]]: ...
 
 def create(uri: str, schema: Any, options: _Pairs, coordinator: Optional[str] = None) -> NativeTable: ...
 def open(

@@ -12,11 +12,11 @@ retried commit (after a lost response) replay instead of committing twice.
 from __future__ import annotations
 
 import uuid
-from typing import Any, Iterable, List, Optional, Sequence
+from typing import Any, Iterable, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
-from ._errors import CommitStateUnknownError
+from ._errors import CommitStateUnknownError, InvalidInputError
 from ._table import CommitInfo, Fragment, StorageOptions, TimeLike, open
 
 MODES = ("append", "overwrite")
@@ -103,3 +103,40 @@ def projected(schema: pa.Schema, columns: Optional[Sequence[str]]) -> pa.Schema:
 def staged_ids(returns: Iterable[Any]) -> List[str]:
     """The staged ids the finished tasks returned (each a list)."""
     return [i for r in returns for i in (r or [])]
+
+
+def plan_changes(
+    uri: str,
+    from_version: int,
+    to_version: Optional[int],
+    columns: Optional[Sequence[str]],
+    storage_options: StorageOptions,
+    parallelism: Optional[int],
+) -> Tuple[pa.Schema, int, List[Tuple[int, int]]]:
+    """The change feed after ``from_version`` up to ``to_version`` (the latest without)
+    cut into consecutive version ranges, one a task (``parallelism`` of them at most,
+    default 64): its schema (the last version's), the last version, the ranges."""
+    table = open(uri, storage_options=storage_options)
+    to = table.version if to_version is None else to_version
+    if from_version > to:
+        raise InvalidInputError(f"the change range starts at version {from_version}, after its end {to}")
+    schema = table.changes(to, to, columns).schema
+    count = to - from_version
+    parts = max(1, min(count, parallelism or 64))
+    bounds = [from_version + (count * k) // parts for k in range(parts + 1)]
+    return schema, to, [(bounds[k], bounds[k + 1]) for k in range(parts) if bounds[k] < bounds[k + 1]]
+
+
+def read_changes(
+    uri: str,
+    storage_options: StorageOptions,
+    span: Tuple[int, int],
+    schema_of: int,
+    columns: Optional[Sequence[str]],
+    where: Optional[str],
+) -> pa.Table:
+    """The changes of one range of ``plan_changes`` (rows in the schema of version
+    ``schema_of``, so that every task gives the same columns)."""
+    table = open(uri, storage_options=storage_options)
+    export = table._native.changes(span[0], span[1], None, None, None, list(columns) if columns else None, where, False, schema_of)
+    return pa.RecordBatchReader.from_stream(export).read_all()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypedDict, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, TypedDict, Union
 
 import pyarrow as pa
 
@@ -507,12 +507,102 @@ class Table:
             for fid, rows, fjson, fversion in self._native.fragments(version, _time(as_of), where)
         ]
 
+    def changes(
+        self,
+        from_version: Optional[int] = None,
+        to_version: Optional[int] = None,
+        columns: Optional[Sequence[str]] = None,
+        where: Optional[str] = None,
+        net: bool = False,
+        *,
+        from_time: Optional[TimeLike] = None,
+        to_time: Optional[TimeLike] = None,
+    ) -> pa.Table:
+        """The changes after version ``from_version`` (exclusive; or after the version
+        current at ``from_time``) up to ``to_version`` (inclusive; or the version current
+        at ``to_time``; the latest without), row by row on stable row ids: ``columns``
+        of the table (all by default; the schema of the range's last version), then
+        ``_change_type`` (``insert``, ``delete``, ``update_preimage``,
+        ``update_postimage``), ``_row_id``, ``_version``, ``_txn_id`` and
+        ``_committed_at``. ``where`` keeps the rows matching a SQL predicate (an update's
+        two rows go together); ``net`` collapses each row's changes into one (its state
+        before the range and at its end)."""
+        if from_version is None and from_time is None:
+            raise InvalidInputError("give from_version or from_time")
+        export = self._native.changes(from_version, to_version, _time(from_time), _time(to_time), None, _columns(columns), where, net)
+        return _read_all(export)
+
+    def consumer(self, name: str) -> "Consumer":
+        """Consumer ``name``: a named cursor of the change feed, stored in the table
+        (``create``, ``advance``, ``read``, ``drop``); vacuum keeps the versions it has
+        not read yet."""
+        return Consumer(self, name)
+
+    def consumers(self) -> List["ConsumerInfo"]:
+        """Every consumer of the table and its position."""
+        return [ConsumerInfo(*c) for c in self._native.consumers()]
+
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         """The rows of the table's latest version (looked up now; the handle does not
         move) as an Arrow C stream (the PyCapsule interface), read as it is consumed:
         ``pyarrow.table(t)``, ``polars.DataFrame(t)`` (``polars.from_arrow(t)``: a
         Series of row structs) and ``duckdb.sql("select ... from t")`` read it. ``requested_schema`` is ignored (the protocol allows it)."""
         return self._native.stream(True).__arrow_c_stream__(requested_schema)
+
+
+class ConsumerInfo(NamedTuple):
+    """A consumer's position: its changes are those after ``version``."""
+
+    name: str
+    version: int
+    updated_at: str
+
+
+class Consumer:
+    """A named cursor of a table's change feed (``Table.consumer``)."""
+
+    def __init__(self, table: Table, name: str) -> None:
+        self._table = table
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"Consumer({self._table.uri!r}, {self.name!r})"
+
+    def create(self, version: Optional[int] = None) -> ConsumerInfo:
+        """Creates the consumer at ``version`` (the latest without): its first changes
+        are those after it. A name in use raises ``TableExistsError``."""
+        return ConsumerInfo(*self._table._native.consumer("create", self.name, version, None))
+
+    def info(self) -> ConsumerInfo:
+        """Its position (``InvalidInputError`` if it does not exist)."""
+        return ConsumerInfo(*self._table._native.consumer("get", self.name, None, None))
+
+    @property
+    def version(self) -> int:
+        """The version it has read up to."""
+        return self.info().version
+
+    def advance(self, to_version: Optional[int] = None, expected_version: Optional[int] = None) -> ConsumerInfo:
+        """Moves it to ``to_version`` (the latest without). If another process moved it
+        meanwhile (or since ``expected_version``), nothing changes and
+        ``VersionMovedError`` is raised (compare-and-swap)."""
+        return ConsumerInfo(*self._table._native.consumer("advance", self.name, to_version, expected_version))
+
+    def read(
+        self,
+        to_version: Optional[int] = None,
+        columns: Optional[Sequence[str]] = None,
+        where: Optional[str] = None,
+        net: bool = False,
+    ) -> pa.Table:
+        """The changes after its position (as ``Table.changes``); reading moves
+        nothing (``advance`` does)."""
+        export = self._table._native.changes(None, to_version, None, None, self.name, _columns(columns), where, net)
+        return _read_all(export)
+
+    def drop(self) -> ConsumerInfo:
+        """Drops it: vacuum no longer keeps versions for it."""
+        return ConsumerInfo(*self._table._native.consumer("drop", self.name, None, None))
 
 
 def _reopen(uri: str, storage_options: StorageOptions, version: int) -> Table:

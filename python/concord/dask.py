@@ -23,7 +23,7 @@ except ImportError as e:  # the optional dependency, named
 from . import _jobs
 from ._table import CommitInfo, StorageOptions, TimeLike
 
-__all__ = ["read_concord", "to_concord"]
+__all__ = ["read_concord", "read_concord_changes", "to_concord"]
 
 
 def _read(group: Sequence[Any], columns: Optional[Sequence[str]], filter: Optional[str], schema: pa.Schema) -> pd.DataFrame:
@@ -50,6 +50,40 @@ def read_concord(
     if not groups:
         return dd.from_pandas(meta, npartitions=1)
     return dd.from_map(_read, groups, columns=columns, filter=filter, schema=schema, meta=meta, enforce_metadata=False)
+
+
+def _read_changes(span: Any, uri: str, storage_options: StorageOptions, last: int, columns: Any, filter: Any) -> pd.DataFrame:
+    return _jobs.read_changes(uri, storage_options, span, last, columns, filter).to_pandas()
+
+
+def read_concord_changes(
+    uri: str,
+    from_version: int,
+    to_version: Optional[int] = None,
+    columns: Optional[Sequence[str]] = None,
+    filter: Optional[str] = None,
+    storage_options: StorageOptions = None,
+    npartitions: Optional[int] = None,
+) -> dd.DataFrame:
+    """A dataframe of the changes after ``from_version`` up to ``to_version`` (the latest
+    without), as ``Table.changes`` gives them, one partition per consecutive range of
+    versions (``npartitions`` at most, default 64)."""
+    columns = list(columns) if columns is not None else None
+    schema, last, spans = _jobs.plan_changes(uri, from_version, to_version, columns, storage_options, npartitions)
+    meta = schema.empty_table().to_pandas()
+    if not spans:
+        return dd.from_pandas(meta, npartitions=1)
+    return dd.from_map(
+        _read_changes,
+        spans,
+        uri=uri,
+        storage_options=storage_options,
+        last=last,
+        columns=columns,
+        filter=filter,
+        meta=meta,
+        enforce_metadata=False,
+    )
 
 
 def _stage(part: pd.DataFrame, uri: str, storage_options: StorageOptions) -> List[str]:

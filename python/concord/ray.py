@@ -22,7 +22,7 @@ except ImportError as e:  # the optional dependency, named
 from . import _jobs
 from ._table import CommitInfo, StorageOptions, TimeLike
 
-__all__ = ["ConcordDatasink", "ConcordDatasource", "read_concord", "write_concord"]
+__all__ = ["ConcordChangesDatasource", "ConcordDatasink", "ConcordDatasource", "read_concord", "read_concord_changes", "write_concord"]
 
 
 class ConcordDatasource(Datasource):
@@ -76,6 +76,60 @@ def read_concord(
     ``where`` everywhere else). ``read_args`` go to ``ray.data.read_datasource``
     (e.g. ``override_num_blocks``)."""
     source = ConcordDatasource(uri, version, as_of, columns, filter, storage_options)
+    return ray.data.read_datasource(source, **read_args)
+
+
+class ConcordChangesDatasource(Datasource):
+    """The change feed of a Concord table over a range of versions (see
+    ``read_concord_changes``): one read task per consecutive range of versions."""
+
+    def __init__(
+        self,
+        uri: str,
+        from_version: int,
+        to_version: Optional[int] = None,
+        columns: Optional[Sequence[str]] = None,
+        filter: Optional[str] = None,
+        storage_options: StorageOptions = None,
+    ) -> None:
+        self._uri = uri
+        self._from = from_version
+        self._to = to_version
+        self._columns = list(columns) if columns is not None else None
+        self._filter = filter
+        self._storage_options = storage_options
+
+    def estimate_inmemory_data_size(self) -> Optional[int]:
+        return None
+
+    def get_read_tasks(self, parallelism: int, **_: Any) -> List[ReadTask]:
+        schema, last, spans = _jobs.plan_changes(self._uri, self._from, self._to, self._columns, self._storage_options, parallelism)
+        uri, options, columns, where = self._uri, self._storage_options, self._columns, self._filter
+        tasks = []
+        for span in spans:
+            metadata = BlockMetadata(num_rows=None, size_bytes=None, input_files=None, exec_stats=None)
+
+            def read(span=span) -> Iterable[Block]:
+                yield _jobs.read_changes(uri, options, span, last, columns, where)
+
+            tasks.append(ReadTask(read, metadata, schema=schema))
+        return tasks
+
+
+def read_concord_changes(
+    uri: str,
+    from_version: int,
+    to_version: Optional[int] = None,
+    columns: Optional[Sequence[str]] = None,
+    filter: Optional[str] = None,
+    storage_options: StorageOptions = None,
+    **read_args: Any,
+) -> "ray.data.Dataset":
+    """A dataset of the changes after ``from_version`` up to ``to_version`` (the latest
+    without), as ``Table.changes`` gives them (rows in the schema of the range's last
+    version), read by tasks each taking a consecutive range of versions. ``read_args``
+    go to ``ray.data.read_datasource``."""
+    source = ConcordChangesDatasource(uri, from_version, to_version, columns, filter, storage_options)
     return ray.data.read_datasource(source, **read_args)
 
 

@@ -298,3 +298,36 @@ def test_a_dask_job_that_fails_leaves_the_table_unchanged_and_overwrite_replaces
     infos = concord.dask.to_concord(_frame(1_000, 4, start=100), t.uri, mode="overwrite")
     assert _one_version(t, infos, 1) == 2
     assert _ids(t.refresh().to_arrow()) == list(range(100, 1_100))
+
+
+def _history_table(store):
+    t = store.create()
+    for k in range(6):
+        t.append(rows(range(k * 10, k * 10 + 5)))
+        t.update({"score": "score + 1"}, where=f"id = {k * 10}")
+    t.delete("id % 10 = 3")
+    return t
+
+
+def test_ray_reads_a_change_feed_in_version_ranges(local, ray_cluster):
+    import concord.ray
+
+    t = _history_table(local)
+    expected = t.changes(2)
+    ds = concord.ray.read_concord_changes(t.uri, 2, override_num_blocks=4)
+    got = ds.to_arrow_refs()
+    table = pa.concat_tables(ray_cluster.get(got)) if got else expected.schema.empty_table()
+    assert table.schema.names == expected.schema.names
+    key = ["_version", "_row_id", "_change_type"]
+    assert table.sort_by([(k, "ascending") for k in key]).equals(expected.sort_by([(k, "ascending") for k in key]))
+
+
+def test_dask_reads_a_change_feed_in_version_ranges(local, dask_client):
+    import concord.dask
+
+    t = _history_table(local)
+    expected = t.changes(1, columns=["id"]).to_pandas()
+    df = concord.dask.read_concord_changes(t.uri, 1, columns=["id"], npartitions=3).compute()
+    assert list(df.columns) == list(expected.columns)
+    key = ["_version", "_row_id", "_change_type"]
+    assert df.sort_values(key).reset_index(drop=True).equals(expected.sort_values(key).reset_index(drop=True))

@@ -7,7 +7,8 @@ use concord::errors::{DynamoDbError, StorageCause};
 use concord::schema::SchemaParseError;
 use concord::time::DurationError;
 use concord::{
-    AlterError, CommitError, CorruptObject, CreateError, ErrorKind, OpenError, ScanError, SqlError, StorageError, UriError, WriteError,
+    AlterError, ChangesError, CommitError, ConsumerError, CorruptObject, CreateError, ErrorKind, OpenError, ScanError, SqlError,
+    StorageError, UriError, WriteError,
 };
 
 pub const SUCCESS: i32 = 0;
@@ -106,6 +107,29 @@ impl From<DurationError> for Failure {
     }
 }
 
+impl From<ChangesError> for Failure {
+    fn from(e: ChangesError) -> Self {
+        let hint = match &e {
+            ChangesError::VersionNotRetained { .. } => {
+                Some("create a consumer (`concord consumer create`) to keep versions from vacuum".to_string())
+            }
+            ChangesError::Open(OpenError::NotFound { uri }) => Some(format!("create one with `concord create {uri} --schema ...`")),
+            _ => None,
+        };
+        fail_with(e.kind(), &e, hint)
+    }
+}
+
+impl From<ConsumerError> for Failure {
+    fn from(e: ConsumerError) -> Self {
+        let hint = match &e {
+            ConsumerError::NotFound { name } => Some(format!("create it with `concord consumer create <uri> {name}`")),
+            _ => None,
+        };
+        fail_with(e.kind(), &e, hint)
+    }
+}
+
 impl From<OpenError> for Failure {
     fn from(e: OpenError) -> Self {
         let hint = match &e {
@@ -196,6 +220,12 @@ impl From<arrow::error::ArrowError> for Failure {
             arrow::error::ArrowError::IoError(_, io) if io.kind() == std::io::ErrorKind::BrokenPipe => closed_stdout(),
             _ => storage(concord::errors::describe_chain(&e)),
         }
+    }
+}
+
+impl From<parquet::errors::ParquetError> for Failure {
+    fn from(e: parquet::errors::ParquetError) -> Self {
+        storage(format!("writing Parquet: {e}"))
     }
 }
 

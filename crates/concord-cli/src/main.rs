@@ -255,6 +255,45 @@ enum Command {
         #[command(subcommand)]
         action: IcebergAction,
     },
+    /// Print the changes after a version, row by row, on stable row ids: the table's
+    /// columns, then _change_type (insert, delete, update_preimage, update_postimage),
+    /// _row_id, _version, _txn_id, _committed_at
+    Changes {
+        uri: String,
+        /// The changes after this version (exclusive)
+        #[arg(long, value_name = "V", conflicts_with_all = ["from_time", "consumer"])]
+        from: Option<u64>,
+        /// Up to this version (inclusive; default: the latest)
+        #[arg(long, value_name = "W", conflicts_with = "to_time")]
+        to: Option<u64>,
+        /// The changes after the version current at this time (RFC 3339, UTC)
+        #[arg(long = "from-time", value_parser = parse_time, conflicts_with = "consumer")]
+        from_time: Option<DateTime<Utc>>,
+        /// Up to the version current at this time
+        #[arg(long = "to-time", value_parser = parse_time)]
+        to_time: Option<DateTime<Utc>>,
+        /// The changes after consumer NAME's position (reading moves nothing:
+        /// `concord consumer advance` does)
+        #[arg(long, value_name = "NAME")]
+        consumer: Option<String>,
+        /// One change a row over the range: its state before it and at its end
+        #[arg(long)]
+        net: bool,
+        /// Comma-separated table columns to print (the feed's own columns always follow)
+        #[arg(long, value_delimiter = ',')]
+        columns: Option<Vec<String>>,
+        /// SQL predicate on the table's columns (an update's two rows go together)
+        #[arg(long = "where")]
+        filter: Option<String>,
+        #[arg(long, value_enum, default_value = "table")]
+        format: RowFormat,
+    },
+    /// Named cursors of the change feed, stored in the table (vacuum keeps the versions
+    /// they have not read yet)
+    Consumer {
+        #[command(subcommand)]
+        action: ConsumerAction,
+    },
     /// Print the schema
     Schema {
         uri: String,
@@ -281,6 +320,36 @@ enum IcebergAction {
         #[arg(long)]
         version: Option<u64>,
     },
+}
+
+#[derive(Subcommand)]
+enum ConsumerAction {
+    /// Create consumer NAME at version --to (default: the latest): its changes are those after it
+    Create {
+        uri: String,
+        name: String,
+        #[arg(long, value_name = "VERSION")]
+        to: Option<u64>,
+    },
+    /// Move consumer NAME to version --to (default: the latest); exit 5 if another
+    /// process moved it meanwhile (or since --expect-version)
+    Advance {
+        uri: String,
+        name: String,
+        #[arg(long, value_name = "VERSION")]
+        to: Option<u64>,
+        /// Move it only if it is still at this version
+        #[arg(long = "expect-version", value_name = "V")]
+        expect_version: Option<u64>,
+    },
+    /// List the consumers and their positions
+    List {
+        uri: String,
+        #[arg(long, value_enum, default_value = "table")]
+        format: ListFormat,
+    },
+    /// Drop consumer NAME
+    Drop { uri: String, name: String },
 }
 
 #[derive(Subcommand)]
@@ -562,7 +631,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Scan { uri, at, columns, filter, limit, format } => {
             let table = cx.open_at(&uri, &at).await?;
-            let scan = table.scan(ScanOptions { columns, filter, limit }).await?;
+            let scan = table.scan(ScanOptions { columns, filter, limit, ..ScanOptions::default() }).await?;
             let mut writer = RowWriter::stdout(format, scan.schema());
             let mut stream = scan.into_stream();
             while let Some(batch) = stream.try_next().await? {
@@ -585,13 +654,17 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 println!(
                     "{}",
                     serde_json::json!({"versions_removed": r.versions_removed, "oldest_retained": r.oldest_retained,
-                    "objects_removed": r.objects_removed, "bytes_removed": r.bytes_removed, "objects_kept": r.objects_kept})
+                    "objects_removed": r.objects_removed, "bytes_removed": r.bytes_removed, "objects_kept": r.objects_kept,
+                    "held_by_consumers": r.held_by_consumers.iter().map(|(name, v)| serde_json::json!({"consumer": name, "version": v})).collect::<Vec<_>>()})
                 );
             } else {
                 println!(
                     "removed {} versions (oldest kept: {}) and {} objects ({} bytes); kept {} objects",
                     r.versions_removed, r.oldest_retained, r.objects_removed, r.bytes_removed, r.objects_kept
                 );
+                for (name, version) in &r.held_by_consumers {
+                    println!("consumer {name} holds versions from {version} on (it has not read their changes yet)");
+                }
             }
         }
         Command::Stress(args) => {
@@ -613,9 +686,46 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let at = VersionArgs { version, as_of: None };
             println!("{}", cx.open_at(&uri, &at).await?.publish_iceberg().await?);
         }
+        Command::Changes { uri, from, to, from_time, to_time, consumer, net, columns, filter, format } => {
+            let table = cx.open(&uri).await?;
+            let options = concord::ChangeOptions { columns, filter, net, ..Default::default() };
+            let to = match (to, to_time) {
+                (Some(v), _) => Some(v),
+                (None, Some(t)) => Some(table.checkout_as_of(t).await?.version()),
+                (None, None) => None,
+            };
+            let feed = match (from, from_time, consumer) {
+                (Some(v), _, _) => table.changes(v, to, &options).await?,
+                (None, Some(t), _) => table.changes(table.checkout_as_of(t).await?.version(), to, &options).await?,
+                (None, None, Some(name)) => table.consumer_changes(&name, to, &options).await?.1,
+                (None, None, None) => return Err(usage("give where the changes start: --from V, --from-time T or --consumer NAME".into())),
+            };
+            output::print_changes(feed, format).await?;
+        }
+        Command::Consumer { action } => consumer(&cx, action).await?,
         Command::Schema { uri, at, format } => {
             let table = cx.open_at(&uri, &at).await?;
             output::print_schema(table.schema(), &table.manifest().properties, format)?;
+        }
+    }
+    Ok(())
+}
+
+/// `consumer`: create, move, list or drop a named cursor of the change feed.
+async fn consumer(cx: &Context, action: ConsumerAction) -> Result<(), Failure> {
+    match action {
+        ConsumerAction::Create { uri, name, to } => {
+            let info = cx.open(&uri).await?.create_consumer(&name, to).await?;
+            println!("consumer {} at version {}", info.name, info.version);
+        }
+        ConsumerAction::Advance { uri, name, to, expect_version } => {
+            let info = cx.open(&uri).await?.advance_consumer(&name, to, expect_version).await?;
+            println!("consumer {} at version {}", info.name, info.version);
+        }
+        ConsumerAction::List { uri, format } => output::print_consumers(&cx.open(&uri).await?.consumers().await?, format)?,
+        ConsumerAction::Drop { uri, name } => {
+            let info = cx.open(&uri).await?.drop_consumer(&name).await?;
+            println!("dropped consumer {} (it was at version {})", info.name, info.version);
         }
     }
     Ok(())

@@ -20,6 +20,8 @@ pub enum RowFormat {
     Json,
     /// An Arrow IPC stream (for pyarrow.ipc.open_stream, DuckDB, polars, ...).
     Arrow,
+    /// A Parquet file (written whole at the end).
+    Parquet,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -40,6 +42,8 @@ pub struct RowWriter<W: Write> {
     ipc: Option<arrow_ipc::writer::StreamWriter<Vec<u8>>>,
     /// Table format: some value was cut to its column's width.
     cut: bool,
+    /// Parquet format: the rows, encoded at the end.
+    parquet: Vec<RecordBatch>,
 }
 
 impl RowWriter<std::io::BufWriter<std::io::StdoutLock<'static>>> {
@@ -50,7 +54,7 @@ impl RowWriter<std::io::BufWriter<std::io::StdoutLock<'static>>> {
 
 impl<W: Write> RowWriter<W> {
     pub fn new(format: RowFormat, schema: SchemaRef, out: W) -> Self {
-        RowWriter { format, schema, out, widths: None, ipc: None, cut: false }
+        RowWriter { format, schema, out, widths: None, ipc: None, cut: false, parquet: Vec::new() }
     }
 
     pub fn write(&mut self, batch: &RecordBatch) -> Result<(), Failure> {
@@ -113,6 +117,7 @@ impl<W: Write> RowWriter<W> {
                 self.ipc()?.write(batch)?;
                 self.drain_ipc()?;
             }
+            RowFormat::Parquet => self.parquet.push(batch.clone()),
         }
         self.out.flush()?;
         Ok(())
@@ -151,6 +156,13 @@ impl<W: Write> RowWriter<W> {
             RowFormat::Arrow => {
                 self.ipc()?.finish()?;
                 self.drain_ipc()?;
+            }
+            RowFormat::Parquet => {
+                let mut writer = parquet::arrow::ArrowWriter::try_new(Vec::new(), self.schema.clone(), None)?;
+                for batch in &self.parquet {
+                    writer.write(batch)?;
+                }
+                self.out.write_all(&writer.into_inner()?)?;
             }
         }
         self.out.flush()?;
@@ -338,6 +350,32 @@ pub fn print_commit(info: &CommitInfo, as_json: bool) -> Result<(), Failure> {
 
 fn rows(n: u64) -> String {
     format!("{n} row{}", if n == 1 { "" } else { "s" })
+}
+
+/// A change feed, as scans print rows.
+pub async fn print_changes(feed: concord::ChangeFeed, format: RowFormat) -> Result<(), Failure> {
+    use futures::TryStreamExt;
+    let mut writer = RowWriter::stdout(format, feed.schema());
+    let mut stream = feed.into_stream();
+    while let Some(batch) = stream.try_next().await? {
+        writer.write(&batch)?;
+    }
+    writer.finish()
+}
+
+/// Consumers of a change feed and their positions.
+pub fn print_consumers(consumers: &[concord::ConsumerInfo], format: ListFormat) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    match format {
+        ListFormat::Json => writeln!(out, "{}", serde_json::to_string(consumers).expect("consumers serialize"))?,
+        ListFormat::Table => {
+            writeln!(out, "{:<32}  {:>8}  updated_at", "consumer", "version")?;
+            for c in consumers {
+                writeln!(out, "{:<32}  {:>8}  {}", c.name, c.version, c.updated_at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 pub fn print_history(history: &[VersionInfo], format: ListFormat) -> Result<(), Failure> {

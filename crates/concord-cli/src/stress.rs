@@ -543,6 +543,35 @@ async fn rows_of(
     Ok(out)
 }
 
+/// Applies the change feed of every version after `start` to the rows of `start` (all
+/// read in the latest schema) and compares with the latest rows; returns the versions
+/// checked.
+async fn check_feed(latest: &Table, start: u64) -> Result<u64, String> {
+    use concord::changes::RowsById;
+    use concord::{ChangeOptions, ScanOptions};
+    use futures::TryStreamExt;
+    let last = latest.version();
+    let rows_of = |table: Table| async move {
+        let scan = table.scan(ScanOptions { row_ids: true, ..ScanOptions::default() }).await.map_err(|e| e.to_string())?;
+        let schema = scan.schema();
+        let batches: Vec<concord::arrow::array::RecordBatch> = scan.into_stream().try_collect().await.map_err(|e| e.to_string())?;
+        Ok::<_, String>((schema, batches))
+    };
+    let (schema, expected) = rows_of(latest.clone()).await?;
+    let expected = RowsById::new(schema.clone(), &expected).map_err(|e| e.to_string())?;
+    let (_, initial) = rows_of(latest.checkout(start).await.map_err(|e| e.to_string())?).await?;
+    let mut state = RowsById::new(schema, &initial).map_err(|e| e.to_string())?;
+    let options = ChangeOptions { schema_of: Some(last), ..ChangeOptions::default() };
+    for v in start + 1..=last {
+        let feed = latest.changes(v - 1, Some(v), &options).await.map_err(|e| format!("version {v}: {e}"))?;
+        state.apply(&feed.collect().await.map_err(|e| format!("version {v}: {e}"))?).map_err(|e| format!("version {v}: {e}"))?;
+    }
+    match state.first_difference(&expected) {
+        Some(id) => Err(format!("row {id}: the changes do not give the latest rows")),
+        None => Ok(last - start),
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn verify(
     table: &Table,
@@ -633,6 +662,15 @@ async fn verify(
             replayed += 1;
         }
     }
+    // The change feed: the rows before the run with each version's changes applied in
+    // turn (every preimage matching the row it removes) are the rows after it.
+    let feed_checked = match check_feed(&latest, start).await {
+        Ok(n) => n,
+        Err(problem) => {
+            problems.push(format!("change feed: {problem}"));
+            0
+        }
+    };
     let mut latencies: Vec<f64> = ok.iter().filter_map(|(_, l)| l["latency_ms"].as_f64()).collect();
     latencies.sort_by(f64::total_cmp);
     let pct = |p: f64| latencies.get(((latencies.len() as f64 - 1.0) * p).round() as usize).copied().unwrap_or(0.0);
@@ -652,6 +690,7 @@ async fn verify(
         "carried": after_start().filter(|t| t.carried_by.is_some()).count(),
         "withdrawn": after_start().filter(|t| t.operation == "withdraw").count(),
         "versions_replayed": replayed,
+        "feed_versions_checked": feed_checked,
         "bank_total": if args.workload == Workload::Bank { json!({"expected": BANK_ACCOUNTS * BANK_OPENING, "versions_checked": replayed}) } else { Value::Null },
         "commits_per_s": ok.len() as f64 / elapsed.max(1e-9), "elapsed_s": elapsed,
         "latency_ms": {"p50": pct(0.5), "p99": pct(0.99), "max": latencies.last().copied().unwrap_or(0.0)},

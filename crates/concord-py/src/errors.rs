@@ -34,6 +34,8 @@ pub(crate) enum Error {
     Write(WriteError),
     Sql(SqlError),
     Publish(concord::errors::PublishError),
+    Changes(concord::ChangesError),
+    Consumer(concord::ConsumerError),
     /// A bad argument (the CLI's usage errors, exit 2).
     Usage(String),
     /// The caller's Arrow data could not be imported.
@@ -77,6 +79,16 @@ impl From<SqlError> for Error {
 impl From<concord::errors::PublishError> for Error {
     fn from(e: concord::errors::PublishError) -> Self {
         Error::Publish(e)
+    }
+}
+impl From<concord::ChangesError> for Error {
+    fn from(e: concord::ChangesError) -> Self {
+        Error::Changes(e)
+    }
+}
+impl From<concord::ConsumerError> for Error {
+    fn from(e: concord::ConsumerError) -> Self {
+        Error::Consumer(e)
     }
 }
 impl From<WriteError> for Error {
@@ -192,6 +204,18 @@ fn classify(e: &Error) -> (Option<ErrorKind>, String) {
             (Some(e.kind()), with_hint(e, hint))
         }
         Error::Publish(e) => (Some(e.kind()), concord::errors::describe_chain(e)),
+        Error::Changes(e) => {
+            let hint = matches!(e, concord::ChangesError::VersionNotRetained { .. })
+                .then(|| "a consumer (t.consumer(name).create()) keeps versions from vacuum".to_string());
+            (Some(e.kind()), with_hint(e, hint))
+        }
+        Error::Consumer(e) => {
+            let hint = match e {
+                concord::ConsumerError::NotFound { name } => Some(format!("create it with t.consumer({name:?}).create()")),
+                _ => None,
+            };
+            (Some(e.kind()), with_hint(e, hint))
+        }
         Error::Usage(message) => (Some(ErrorKind::InvalidInput), message.clone()),
         Error::BadData(e) => {
             (Some(ErrorKind::InvalidInput), format!("the data could not be read as Arrow: {}", concord::errors::describe_chain(e)))

@@ -129,7 +129,7 @@ impl NativeTable {
 }
 
 fn scan_options(columns: Option<Vec<String>>, filter: Option<String>, limit: Option<usize>) -> ScanOptions {
-    ScanOptions { columns, filter, limit }
+    ScanOptions { columns, filter, limit, ..ScanOptions::default() }
 }
 
 fn reader(data: &Bound<'_, PyAny>) -> PyResult<ArrowArrayStreamReader> {
@@ -361,6 +361,90 @@ impl NativeTable {
             let fragment = parse_fragment(fragment_json)?;
             let table = self.current(py)?;
             fragment_stream(py, async move { Ok(table.checkout(version).await?) }, fragment, columns, filter)
+        })
+    }
+
+    /// The changes after `from_version` (or the version current at `from_time`, or
+    /// consumer `consumer`'s position) up to `to_version` (or `to_time`; the latest
+    /// without), all in memory.
+    #[pyo3(signature = (from_version=None, to_version=None, from_time=None, to_time=None, consumer=None, columns=None, filter=None, net=false, schema_of=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn changes(
+        &self,
+        py: Python<'_>,
+        from_version: Option<u64>,
+        to_version: Option<u64>,
+        from_time: Option<String>,
+        to_time: Option<String>,
+        consumer: Option<String>,
+        columns: Option<Vec<String>>,
+        filter: Option<String>,
+        net: bool,
+        schema_of: Option<u64>,
+    ) -> PyResult<ArrowStreamExport> {
+        guard(|| {
+            let table = self.current(py)?;
+            let (schema, batches) = run(py, async move {
+                let options = concord::ChangeOptions { columns, filter, net, schema_of };
+                let table = table.latest().await?;
+                let at = |t: String| {
+                    let table = table.clone();
+                    async move {
+                        let when = concord::time::parse_time(&t).map_err(|e| Error::Usage(e.to_string()))?;
+                        Ok::<u64, Error>(table.checkout_as_of(when).await?.version())
+                    }
+                };
+                let to = match (to_version, to_time) {
+                    (Some(v), _) => Some(v),
+                    (None, Some(t)) => Some(at(t).await?),
+                    (None, None) => None,
+                };
+                let feed = match (from_version, from_time, consumer) {
+                    (Some(v), _, _) => table.changes(v, to, &options).await?,
+                    (None, Some(t), _) => table.changes(at(t).await?, to, &options).await?,
+                    (None, None, Some(name)) => table.consumer_changes(&name, to, &options).await?.1,
+                    (None, None, None) => return Err(Error::Usage("give from_version, from_time or a consumer".into())),
+                };
+                let schema = feed.schema();
+                Ok((schema, feed.collect().await?))
+            })?;
+            Ok(ArrowStreamExport::of_batches(schema, batches))
+        })
+    }
+
+    /// Consumer `name`'s position: (name, version, updated_at RFC 3339); `action`
+    /// "get", "create", "advance" (to `version`, if still at `expected`) or "drop".
+    #[pyo3(signature = (action, name, version=None, expected=None))]
+    fn consumer(
+        &self,
+        py: Python<'_>,
+        action: &str,
+        name: String,
+        version: Option<u64>,
+        expected: Option<u64>,
+    ) -> PyResult<(String, u64, String)> {
+        guard(|| {
+            let table = self.current(py)?;
+            let action = action.to_string();
+            let info = run(py, async move {
+                Ok(match action.as_str() {
+                    "get" => table.consumer(&name).await?,
+                    "create" => table.create_consumer(&name, version).await?,
+                    "advance" => table.advance_consumer(&name, version, expected).await?,
+                    "drop" => table.drop_consumer(&name).await?,
+                    other => return Err(Error::Usage(format!("unknown consumer action '{other}'"))),
+                })
+            })?;
+            Ok((info.name, info.version, info.updated_at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)))
+        })
+    }
+
+    /// Every consumer: (name, version, updated_at RFC 3339).
+    fn consumers(&self, py: Python<'_>) -> PyResult<Vec<(String, u64, String)>> {
+        guard(|| {
+            let table = self.current(py)?;
+            let all = run(py, async move { Ok(table.consumers().await?) })?;
+            Ok(all.into_iter().map(|c| (c.name, c.version, c.updated_at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true))).collect())
         })
     }
 

@@ -68,24 +68,27 @@ mod txn;
 // storage seam, schema helpers, limits and error details are in the modules below.
 pub use env::{Clock, Env, RandomSource, StdRandom, SystemClock};
 pub use error::{
-    AlterError, CommitError, CorruptObject, CreateError, ErrorKind, InputError, OpenError, PredicateError, ScanError, StagedCommitError,
-    StorageError, UriError, WriteError,
+    AlterError, ChangesError, CommitError, ConsumerError, CorruptObject, CreateError, ErrorKind, InputError, OpenError, PredicateError,
+    ScanError, StagedCommitError, StorageError, UriError, WriteError,
 };
 pub use format::manifest::{Assignment, IsolationLevel, OperationKind};
 pub use format::schema::{ColumnType, Field, Schema};
 pub use io::parquet::guard::quiet_caught_panics;
 pub use sql::{SqlError, SqlSession, SqlStream, SqlTableProvider};
 pub use storage::{StoreResolver, TableLocation, TableLocationBuilder};
-pub use table::{Input, ProgressFn, ScanOptions, Table, TableScan, TransactionInfo, VacuumReport, VersionInfo, Write, WriteProgress};
+pub use table::{
+    ChangeFeed, ChangeOptions, ConsumerInfo, Input, ProgressFn, ScanOptions, Table, TableScan, TransactionInfo, VacuumReport, VersionInfo,
+    Write, WriteProgress, CHANGE_COLUMNS,
+};
 pub use txn::{CommitInfo, CommitOptions, PreparedTransaction, RetryPolicy};
 
 /// Every error type: the ones operations return (also at the crate root) and the
 /// details their variants carry.
 pub mod errors {
     pub use crate::error::{
-        describe_chain, AlterError, CommitError, CorruptObject, CreateError, DefaultProblem, DynamoDbError, ErrorKind, IncompatibleReason,
-        InputError, OpenError, OversizedObject, PredicateError, ScanError, StagedCommitError, StorageCause, StorageError, Unavailable,
-        UriError, WriteError,
+        describe_chain, AlterError, ChangesError, CommitError, ConsumerError, CorruptObject, CreateError, DefaultProblem, DynamoDbError,
+        ErrorKind, IncompatibleReason, InputError, OpenError, OversizedObject, PredicateError, ScanError, StagedCommitError, StorageCause,
+        StorageError, Unavailable, UriError, WriteError,
     };
     pub use crate::iceberg::PublishError;
     pub use crate::io::scan::ScanMetrics;
@@ -94,10 +97,11 @@ pub mod errors {
 /// The on-disk format as a table's versions hold it (FORMAT.md): manifests, fragments,
 /// transaction records, version file names. Read, not built, outside the crate.
 pub mod manifest {
+    pub use crate::format::manifest::derived_row_id;
     pub use crate::format::manifest::{
         ColumnStats, CompactGroup, CompactInput, DataFile, DeletionRef, Fragment, FragmentDeletion, Manifest, NewColumn, NewFragment,
         Operation, PartialMerge, SegmentRef, TransactionRecord, FORMAT_VERSION, PROPERTY_AUTO_COMPACT, PROPERTY_COOPERATIVE,
-        PROPERTY_ICEBERG_PUBLISH, PROPERTY_ISOLATION,
+        PROPERTY_ICEBERG_PUBLISH, PROPERTY_ISOLATION, ROW_ID_COLUMN, ROW_ID_FIELD,
     };
     pub use crate::format::naming::{parse_version_file_name, version_file_name};
 }
@@ -119,6 +123,11 @@ pub mod store {
     };
 }
 
+/// Change feeds: applying one to a version's rows (what a replica does).
+pub mod changes {
+    pub use crate::table::{ApplyError, RowsById};
+}
+
 /// Durations and points in time as the CLI and Python take them (`7d`, `2026-01-01`).
 pub mod time {
     pub use crate::duration::{parse_duration, parse_time, DurationError, TimeError};
@@ -127,7 +136,7 @@ pub mod time {
 /// The bounds Concord enforces, and its defaults.
 pub mod limits {
     pub use crate::duration::MAX_DURATION_DAYS;
-    pub use crate::format::manifest::INLINE_SEGMENT_FRAGMENTS;
+    pub use crate::format::manifest::{INLINE_SEGMENT_FRAGMENTS, MAX_ROW_ID_FRAGMENTS};
     pub use crate::format::schema::{MAX_COLUMNS, MAX_COLUMN_NAME_BYTES, MAX_DECIMAL128_PRECISION, MAX_DECIMAL_PRECISION};
     pub use crate::io::predicate::{MAX_EXPRESSION_BYTES, MAX_EXPRESSION_OPERATORS};
     pub use crate::storage::MAX_METADATA_BYTES;

@@ -11,6 +11,7 @@ mod servers;
 
 mod alter;
 mod bad_input;
+mod changes;
 mod cli;
 mod compact;
 mod corruption;

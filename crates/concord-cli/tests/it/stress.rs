@@ -23,6 +23,7 @@ fn stress_with_killed_writers_verifies_on_local_disk() {
     // version (cooperative commits).
     assert_eq!(r["transactions"], r["commits"], "{r}");
     assert!(r["versions_replayed"].as_u64() <= r["commits"].as_u64(), "{r}");
+    assert_eq!(r["feed_versions_checked"], r["versions"], "the change feed replays every version: {r}");
 }
 
 #[test]
@@ -39,7 +40,9 @@ fn stress_on_object_stores() {
     for server in [servers::moto_s3(), servers::moto_s3_dynamodb()].into_iter().flatten() {
         tokio::runtime::Runtime::new().unwrap().block_on(server.prepare());
         let uri = server.fresh_uri("stress");
-        report(&server.env(), &["stress", &uri, "--writers", "3", "--ops", "8", "--rows", "5", "--kill-rate", "0.2", "--seed", "2"]);
+        let r =
+            report(&server.env(), &["stress", &uri, "--writers", "3", "--ops", "8", "--rows", "5", "--kill-rate", "0.2", "--seed", "2"]);
+        assert!(r["feed_versions_checked"].as_u64().unwrap() > 0, "the change feed replays the run: {r}");
     }
 }
 

@@ -7,8 +7,8 @@
 use uuid::Uuid;
 
 use super::{
-    AlterError, CommitError, CorruptObject, CreateError, InputError, OpenError, PredicateError, ScanError, StorageError, Unavailable,
-    UriError, WriteError,
+    AlterError, ChangesError, CommitError, ConsumerError, CorruptObject, CreateError, InputError, OpenError, PredicateError, ScanError,
+    StorageError, Unavailable, UriError, WriteError,
 };
 use crate::duration::{DurationError, TimeError};
 use crate::format::schema::{ColumnNameError, SchemaParseError};
@@ -269,6 +269,39 @@ impl WriteError {
             WriteError::Unavailable(u) => u.kind(),
             WriteError::Corrupt(c) => c.kind(),
             WriteError::Storage(s) => s.kind(),
+        }
+    }
+}
+
+impl ChangesError {
+    /// What it means (see [`ErrorKind`]): a range or a consumer that cannot be read is
+    /// bad input.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            ChangesError::FromAfterTo { .. }
+            | ChangesError::VersionNotRetained { .. }
+            | ChangesError::ReservedColumn { .. }
+            | ChangesError::Column(_)
+            | ChangesError::Predicate(_) => ErrorKind::InvalidInput,
+            ChangesError::Consumer(e) => e.kind(),
+            ChangesError::Open(e) => e.kind(),
+            ChangesError::Scan(e) => e.kind(),
+            ChangesError::Corrupt(e) => e.kind(),
+        }
+    }
+}
+
+impl ConsumerError {
+    /// What it means (see [`ErrorKind`]): an unknown consumer is bad input; one moved
+    /// meanwhile, like a table moved under compare-and-swap.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            ConsumerError::NotFound { .. } | ConsumerError::BadName { .. } | ConsumerError::NoSuchVersion { .. } => ErrorKind::InvalidInput,
+            ConsumerError::Exists { .. } => ErrorKind::Exists,
+            ConsumerError::Moved { expected, found, .. } => ErrorKind::Moved { expected: *expected, latest: *found },
+            ConsumerError::Open(e) => e.kind(),
+            ConsumerError::Corrupt(e) => e.kind(),
+            ConsumerError::Storage(e) => e.kind(),
         }
     }
 }

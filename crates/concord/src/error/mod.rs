@@ -3,11 +3,13 @@
 //! own hints). Every enum and error struct is `#[non_exhaustive]`: new cases may come,
 //! so a `match` needs a catch-all arm.
 
+mod changes;
 mod kind;
 mod read;
 mod storage;
 mod write;
 
+pub use changes::{ChangesError, ConsumerError};
 pub use kind::ErrorKind;
 #[cfg(test)]
 pub(crate) use read::abbreviate;

@@ -168,6 +168,36 @@ impl Fragment {
     pub fn live_rows(&self) -> u64 {
         self.physical_rows - self.deletion.as_ref().map_or(0, |d| d.deleted_rows)
     }
+
+    /// The row id its row at `offset` takes when its data file carries none for it (see
+    /// [`ROW_ID_FIELD`]).
+    pub fn derived_row_id(&self, offset: u64) -> i64 {
+        derived_row_id(self.id, offset)
+    }
+}
+
+/// The reserved field id of a data file's row-id column (Iceberg's `_row_id`). Every
+/// row of a table has a row id, unique in the table, that stays with it through
+/// updates, merges, compaction and rebases (FORMAT.md §6, "Row ids"): a row's id is its
+/// data file's `_row_id` value where the file has the column and the value is not
+/// NULL (a row rewritten from an earlier one keeps that row's id), else derived from
+/// its fragment and offset ([`derived_row_id`]: a row inserted by the fragment's
+/// transaction).
+pub const ROW_ID_FIELD: u32 = 2_147_483_540;
+
+/// The name of the row-id column in data files and in change feeds.
+pub const ROW_ID_COLUMN: &str = "_row_id";
+
+/// Fragments whose rows have derived ids: fragment ids below this (one 32-bit half of a
+/// row id is the fragment's id, the other the row's offset in it).
+pub const MAX_ROW_ID_FRAGMENTS: u64 = 1 << 31;
+
+/// The row id of the row at `offset` of fragment `fragment_id` when its data file carries
+/// none: `fragment_id << 32 | offset`. Fragment ids are assigned at commit and never
+/// reused, and a fragment holds fewer than 2^32 rows, so these ids are unique and
+/// assigned at commit, as fragment ids are.
+pub fn derived_row_id(fragment_id: u64, offset: u64) -> i64 {
+    ((fragment_id << 32) | (offset & 0xFFFF_FFFF)) as i64
 }
 
 /// Reference from a root to an immutable segment listing fragments: a file of its own,

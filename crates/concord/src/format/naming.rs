@@ -16,6 +16,9 @@ pub(crate) const TRANSACTIONS_DIR: &str = "_transactions";
 pub(crate) const ANNOUNCED_DIR: &str = "_announced";
 /// Folder holding Parquet data files.
 pub(crate) const DATA_DIR: &str = "data";
+/// Consumers of the change feed: `_consumers/<name>/<sequence>.json`, one record per
+/// move, created once each (FORMAT.md §11).
+pub(crate) const CONSUMERS_DIR: &str = "_consumers";
 /// Advisory hint naming a recent version; may be stale or missing, never trusted alone.
 pub(crate) const LATEST_HINT: &str = "_latest_version_hint.json";
 

@@ -2,6 +2,7 @@
 //! (a [`SqlTableProvider`]), so a query sees exactly that version, never part of a
 //! commit, and never a deleted row.
 
+mod changes;
 mod error;
 mod exec;
 mod names;
@@ -61,6 +62,8 @@ pub struct SqlSession {
     /// The registered tables' names (lower case) and schemas: column names in queries
     /// resolve against them by the one rule of every command.
     tables: std::sync::Mutex<Vec<(String, Schema)>>,
+    /// The registered tables, for the `changes()` table function.
+    handles: Arc<std::sync::Mutex<Vec<(String, Table)>>>,
 }
 
 impl Default for SqlSession {
@@ -75,9 +78,14 @@ impl SqlSession {
         SqlSession::with_config(SessionConfig::new())
     }
 
-    /// A session with DataFusion settings of the caller's.
+    /// A session with DataFusion settings of the caller's. Its queries may call
+    /// `changes('t', V [, W])`, the change feed of table `t` after version `V` (up to
+    /// `W`, else the version registered), read in the schema of `t` as registered.
     pub fn with_config(config: SessionConfig) -> Self {
-        SqlSession { context: SessionContext::new_with_config(config), tables: Default::default() }
+        let context = SessionContext::new_with_config(config);
+        let handles: Arc<std::sync::Mutex<Vec<(String, Table)>>> = Arc::default();
+        context.register_udtf("changes", Arc::new(changes::ChangesFunction { tables: handles.clone() }));
+        SqlSession { context, tables: Default::default(), handles }
     }
 
     /// The DataFusion context, e.g. to register other tables or functions.
@@ -101,6 +109,7 @@ impl SqlSession {
         }
         self.context.register_table(key, Arc::new(SqlTableProvider::new(table.clone())))?;
         self.tables.lock().unwrap_or_else(|e| e.into_inner()).push((name.to_ascii_lowercase(), table.schema().clone()));
+        self.handles.lock().unwrap_or_else(|e| e.into_inner()).push((name.to_ascii_lowercase(), table.clone()));
         Ok(())
     }
 

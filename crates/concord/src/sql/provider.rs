@@ -104,7 +104,7 @@ impl TableProvider for SqlTableProvider {
             Some(indices) => Arc::new(self.schema.project(indices)?),
         };
         let predicate = predicate::from_filters(filters, schema, &self.schema, state)?;
-        let plan = Arc::new(ScanPlan { fields, output, predicate });
+        let plan = Arc::new(ScanPlan::new(fields, output, predicate));
         let fragments = self.table.fragments().await.map_err(ScanFailure::wrap)?;
         let fragments = prune(fragments, &plan, &self.metrics);
         let shown = (self.table.uri().to_string(), self.table.version());

@@ -389,6 +389,34 @@ impl TableStore {
         self.put_new_synced_later(relative, bytes).await?.wait().await
     }
 
+    /// Creates `relative` with `bytes` unless it exists (create-if-absent): `true` if
+    /// this call created it. Another writer's object of the same name is `false`; an
+    /// unclear answer is settled by reading the object back (its bytes are ours only if
+    /// we wrote them: callers put something unique in them). For the small records of
+    /// named references (consumers, tags), whose names several writers race for.
+    pub(crate) async fn create_once(&self, relative: &str, bytes: Bytes) -> Result<bool, StorageError> {
+        let path = self.path(relative);
+        let error = |source: object_store::Error| StorageError::new("creating", self.location.display(&path), source);
+        let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
+        let put = match &self.location.local {
+            Some(local) => match local.put_synced_later(&path, PutPayload::from_bytes(bytes.clone()), opts).await {
+                Ok(pending) => pending.wait().await,
+                Err(e) => Err(e),
+            },
+            None => self.location.store.put_opts(&path, PutPayload::from_bytes(bytes.clone()), opts).await.map(|_| ()),
+        };
+        match put {
+            Ok(()) => Ok(true),
+            Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => {
+                Ok(self.get_metadata_object(relative).await?.is_some_and(|found| found == bytes))
+            }
+            Err(e) => match self.get_metadata_object(relative).await {
+                Ok(Some(found)) => Ok(found == bytes),
+                _ => Err(error(e)),
+            },
+        }
+    }
+
     /// As [`Self::put_new`], except that on the local filesystem the object's fsync is
     /// started and not awaited: it is durable once the returned [`Durable`] has been
     /// waited for, and nothing may name it before then. (Other stores are durable when

@@ -1,6 +1,7 @@
 //! The table API: one handle per (table, version).
 
 mod after_commit;
+mod changes;
 mod input;
 mod maintain;
 mod prepare;
@@ -25,6 +26,7 @@ use crate::txn::group::CommitQueue;
 use crate::txn::handle::{HandleMemory, Writer};
 
 pub use after_commit::AUTO_COMPACT_MAX_FRAGMENTS;
+pub use changes::{ApplyError, ChangeFeed, ChangeOptions, ConsumerInfo, RowsById, CHANGE_COLUMNS};
 pub use input::Input;
 pub use maintain::DEFAULT_COMPACT_TARGET_ROWS;
 pub use read::{ScanOptions, TableScan, TransactionInfo, VersionInfo};

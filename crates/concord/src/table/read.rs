@@ -26,6 +26,9 @@ pub struct ScanOptions {
     pub filter: Option<String>,
     /// At most this many rows.
     pub limit: Option<usize>,
+    /// Each row's id follows its columns (a last column, `_row_id`: see
+    /// [`crate::manifest::ROW_ID_FIELD`]).
+    pub row_ids: bool,
 }
 
 /// A running scan: its output schema, its batches, and what it skipped.
@@ -178,7 +181,7 @@ impl Table {
         let fragments = self.fragments().await?;
         let Some(filter) = filter else { return Ok(fragments) };
         let predicate = predicate::compile(filter, self.schema(), self.env.clock.now())?;
-        let plan = ScanPlan { fields: Vec::new(), output: Arc::new(arrow::datatypes::Schema::empty()), predicate: Some(predicate) };
+        let plan = ScanPlan::new(Vec::new(), Arc::new(arrow::datatypes::Schema::empty()), Some(predicate));
         Ok(prune(fragments, &plan, &Mutex::new(ScanMetrics::default())))
     }
 
@@ -197,7 +200,7 @@ impl Table {
     }
 
     async fn read_fragment_as(&self, fragment: &Fragment, output: arrow::datatypes::SchemaRef) -> Result<Vec<RecordBatch>, ScanError> {
-        let plan = Arc::new(crate::io::scan::ScanPlan { fields: self.schema().fields.clone(), output, predicate: None });
+        let plan = Arc::new(crate::io::scan::ScanPlan::new(self.schema().fields.clone(), output, None));
         crate::io::scan::read_fragment(&self.store, fragment, plan).await
     }
 
@@ -224,7 +227,12 @@ impl Table {
         let output: SchemaRef = Arc::new(full.project(&indices).expect("indices are valid"));
         let now = self.env.clock.now();
         let predicate = options.filter.as_deref().map(|sql| predicate::compile(sql, schema, now)).transpose()?;
-        let plan = Arc::new(ScanPlan { fields, output: output.clone(), predicate });
+        let mut plan = ScanPlan::new(fields, output, predicate);
+        if options.row_ids {
+            plan = plan.with_row_ids();
+        }
+        let plan = Arc::new(plan);
+        let output = plan.schema();
         let metrics = Arc::new(Mutex::new(ScanMetrics::default()));
         let fragments = match fragments {
             Some(fragments) => fragments,
@@ -245,8 +253,7 @@ impl Table {
     pub async fn count(&self, filter: Option<&str>) -> Result<u64, ScanError> {
         let Some(filter) = filter else { return Ok(self.row_count()) };
         let predicate = predicate::compile(filter, self.schema(), self.env.clock.now())?;
-        let plan =
-            Arc::new(ScanPlan { fields: Vec::new(), output: Arc::new(arrow::datatypes::Schema::empty()), predicate: Some(predicate) });
+        let plan = Arc::new(ScanPlan::new(Vec::new(), Arc::new(arrow::datatypes::Schema::empty()), Some(predicate)));
         let metrics = Arc::new(Mutex::new(ScanMetrics::default()));
         let fragments = prune(self.fragments().await?, &plan, &metrics);
         let tasks = fragments.into_iter().map(|fragment| {

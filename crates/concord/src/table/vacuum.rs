@@ -38,6 +38,9 @@ pub struct VacuumReport {
     pub bytes_removed: u64,
     /// Objects kept (referenced, or younger than the retention).
     pub objects_kept: u64,
+    /// Consumers of the change feed that held versions back (kept from their position
+    /// on, however old): name and position.
+    pub held_by_consumers: Vec<(String, u64)>,
 }
 
 impl Table {
@@ -57,31 +60,10 @@ impl Table {
         // A retention longer than the calendar goes back keeps everything.
         let cutoff: DateTime<Utc> =
             chrono::TimeDelta::from_std(older_than).ok().and_then(|d| now.checked_sub_signed(d)).unwrap_or(DateTime::<Utc>::MIN_UTC);
-        let latest = self.latest().await?;
         let versions = self.store.list_versions().await?;
-        // Keep every version committed at or after the cutoff, and always the latest.
-        let mut oldest_retained = latest.version();
-        for v in versions.iter().rev() {
-            match self.store.read_manifest(*v).await? {
-                Some(m) if m.timestamp >= cutoff => oldest_retained = *v,
-                _ => break,
-            }
-        }
-        let mut referenced: HashSet<String> = HashSet::new();
-        for v in versions.iter().filter(|v| **v >= oldest_retained) {
-            let Some(m) = self.store.read_manifest(*v).await? else { continue };
-            referenced.extend(iceberg::referenced_names(&m));
-            for segment in &m.segments {
-                if segment.inline.is_none() {
-                    referenced.insert(segment.path.clone());
-                }
-                for f in &self.store.read_segment(segment).await?.fragments {
-                    referenced.extend(f.files.iter().map(|d| d.path.clone()));
-                    referenced.extend(f.deletion.iter().flat_map(|d| [d.path.clone(), iceberg::delete_file_name(&d.path)]));
-                }
-            }
-        }
-        let mut report = VacuumReport { oldest_retained, ..Default::default() };
+        let (oldest_retained, held) = self.oldest_retained(&versions, cutoff).await?;
+        let mut referenced = self.referenced(&versions, oldest_retained).await?;
+        let mut report = VacuumReport { oldest_retained, held_by_consumers: held, ..Default::default() };
         // Versions first (oldest first): nobody can start reading them while their
         // files go.
         // Through the coordinator: it knows what else a version is (a DynamoDB row).
@@ -89,21 +71,8 @@ impl Table {
             self.store.remove_version(*v).await?;
             report.versions_removed += 1;
         }
-        // Staged and announced transactions within the retention keep their files.
-        for (relative, meta) in self.store.list_dir(naming::TRANSACTIONS_DIR).await? {
-            if meta.last_modified >= cutoff {
-                if let Ok(Some(txn)) = self.read_staged(&relative).await {
-                    referenced.extend(txn.operation.written_files().into_iter().map(str::to_string));
-                }
-            }
-        }
-        for (relative, meta) in self.store.list_dir(naming::ANNOUNCED_DIR).await? {
-            if meta.last_modified >= cutoff && relative.ends_with(".json") {
-                if let Ok(Some(announced)) = self.store.read_announcement(&relative).await {
-                    referenced.extend(announced.transaction.operation.written_files().into_iter().map(str::to_string));
-                }
-            }
-        }
+        referenced.extend(self.referenced_in_flight(cutoff).await?);
+        self.trim_consumers(cutoff, &mut report).await?;
         // What doctor runs that were killed left (never referenced by anything).
         for (relative, meta) in self.store.list_dir(crate::storage::PROBE_DIR).await? {
             if self.store.is_stale_probe(&meta, now) {
@@ -135,9 +104,107 @@ impl Table {
         Ok(report)
     }
 
+    /// The oldest version vacuum keeps: the oldest of those committed at or after
+    /// `cutoff` (the latest always), or older, from the oldest consumer's position on
+    /// (it may still read their changes); and the consumers that held versions back.
+    async fn oldest_retained(&self, versions: &[u64], cutoff: DateTime<Utc>) -> Result<(u64, Vec<(String, u64)>), WriteError> {
+        let mut oldest = self.latest().await?.version();
+        for v in versions.iter().rev() {
+            match self.store.read_manifest(*v).await? {
+                Some(m) if m.timestamp >= cutoff => oldest = *v,
+                _ => break,
+            }
+        }
+        let consumers = self.consumers().await.map_err(consumer_error)?;
+        let held: Vec<(String, u64)> = consumers.iter().filter(|c| c.version < oldest).map(|c| (c.name.clone(), c.version)).collect();
+        if let Some(min) = held.iter().map(|(_, v)| *v).min() {
+            oldest = versions.iter().copied().find(|v| *v >= min).unwrap_or(oldest).min(oldest);
+        }
+        Ok((oldest, held))
+    }
+
+    /// The objects the versions from `oldest` on name: segments, data files, deletion
+    /// vectors and their Iceberg forms.
+    async fn referenced(&self, versions: &[u64], oldest: u64) -> Result<HashSet<String>, WriteError> {
+        let mut referenced = HashSet::new();
+        for v in versions.iter().filter(|v| **v >= oldest) {
+            let Some(m) = self.store.read_manifest(*v).await? else { continue };
+            referenced.extend(iceberg::referenced_names(&m));
+            for segment in &m.segments {
+                if segment.inline.is_none() {
+                    referenced.insert(segment.path.clone());
+                }
+                for f in &self.store.read_segment(segment).await?.fragments {
+                    referenced.extend(f.files.iter().map(|d| d.path.clone()));
+                    referenced.extend(f.deletion.iter().flat_map(|d| [d.path.clone(), iceberg::delete_file_name(&d.path)]));
+                }
+            }
+        }
+        Ok(referenced)
+    }
+
+    /// The files of staged and announced transactions within the retention (they may
+    /// still commit).
+    async fn referenced_in_flight(&self, cutoff: DateTime<Utc>) -> Result<Vec<String>, WriteError> {
+        let mut referenced = Vec::new();
+        for (relative, meta) in self.store.list_dir(naming::TRANSACTIONS_DIR).await? {
+            if meta.last_modified >= cutoff {
+                if let Ok(Some(txn)) = self.read_staged(&relative).await {
+                    referenced.extend(txn.operation.written_files().into_iter().map(str::to_string));
+                }
+            }
+        }
+        for (relative, meta) in self.store.list_dir(naming::ANNOUNCED_DIR).await? {
+            if meta.last_modified >= cutoff && relative.ends_with(".json") {
+                if let Ok(Some(announced)) = self.store.read_announcement(&relative).await {
+                    referenced.extend(announced.transaction.operation.written_files().into_iter().map(str::to_string));
+                }
+            }
+        }
+        Ok(referenced)
+    }
+
+    /// Removes the records of each consumer older than the cutoff but its newest (a
+    /// consumer is its newest record; older ones only make its listing longer). A
+    /// dropped consumer's newest record goes too, once older than the cutoff.
+    async fn trim_consumers(&self, cutoff: DateTime<Utc>, report: &mut VacuumReport) -> Result<(), WriteError> {
+        let mut by_consumer: std::collections::BTreeMap<String, Vec<(String, object_store::ObjectMeta)>> = Default::default();
+        for (relative, meta) in self.store.list_dir(naming::CONSUMERS_DIR).await? {
+            let Some((folder, _)) = relative.rsplit_once('/') else { continue };
+            by_consumer.entry(folder.to_string()).or_default().push((relative, meta));
+        }
+        for (_, mut records) in by_consumer {
+            records.sort_by(|a, b| a.0.cmp(&b.0));
+            let newest = records.pop();
+            let dropped_and_old = match &newest {
+                Some((relative, meta)) => meta.last_modified < cutoff && self.is_drop_record(relative).await,
+                None => false,
+            };
+            for (relative, meta) in records.into_iter().chain(newest.filter(|_| dropped_and_old)) {
+                if meta.last_modified < cutoff {
+                    self.store.delete(&relative).await?;
+                    report.objects_removed += 1;
+                    report.bytes_removed += meta.size;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The staged transaction at `relative` (`None`: gone meanwhile).
     async fn read_staged(&self, relative: &str) -> Result<Option<PreparedTransaction>, WriteError> {
         let Some(bytes) = self.store.get_metadata_object(relative).await? else { return Ok(None) };
         Ok(Some(crate::decode::transaction(&self.store.display(relative), &bytes)?))
+    }
+}
+
+/// A consumer error met by vacuum: a storage error stays one; anything else is the
+/// consumer's record being unreadable.
+fn consumer_error(e: crate::error::ConsumerError) -> WriteError {
+    match e {
+        crate::error::ConsumerError::Storage(s) => s.into(),
+        crate::error::ConsumerError::Open(o) => o.into(),
+        crate::error::ConsumerError::Corrupt(c) => c.into(),
+        other => crate::error::CorruptObject { path: naming::CONSUMERS_DIR.to_string(), reason: other.to_string() }.into(),
     }
 }

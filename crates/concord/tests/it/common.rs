@@ -156,3 +156,39 @@ pub fn files_under(dir: &Path, sub: &str) -> Vec<std::path::PathBuf> {
     out.sort_by_key(|p| (p.metadata().and_then(|m| m.modified()).ok(), p.clone()));
     out
 }
+
+/// The change feed's promise over a table's whole history: the rows of version 0 (none)
+/// with each version's changes applied in turn (every preimage must match the row it
+/// removes) are the rows of the latest version, row id by row id; so are they with the
+/// changes of the whole range applied at once, and with its net changes. `Err`
+/// describes the first violation.
+pub async fn check_feed(table: &Table) -> Result<(), String> {
+    use concord::changes::RowsById;
+    use concord::{ChangeOptions, ScanOptions};
+    let latest = table.latest().await.map_err(|e| e.to_string())?;
+    let last = latest.version();
+    let scan = latest.scan(ScanOptions { row_ids: true, ..ScanOptions::default() }).await.map_err(|e| e.to_string())?;
+    let schema = scan.schema();
+    let rows: Vec<RecordBatch> = scan.into_stream().try_collect().await.map_err(|e| e.to_string())?;
+    let expected = RowsById::new(schema.clone(), &rows).map_err(|e| e.to_string())?;
+    let in_last_schema = ChangeOptions { schema_of: Some(last), ..ChangeOptions::default() };
+    let mut stepwise = RowsById::new(schema.clone(), &[]).map_err(|e| e.to_string())?;
+    for v in 1..=last {
+        let feed = latest.changes(v - 1, Some(v), &in_last_schema).await.map_err(|e| format!("changes of version {v}: {e}"))?;
+        let changes = feed.collect().await.map_err(|e| format!("changes of version {v}: {e}"))?;
+        stepwise.apply(&changes).map_err(|e| format!("version {v}: {e}"))?;
+    }
+    if let Some(id) = stepwise.first_difference(&expected) {
+        return Err(format!("row {id}: version by version, the changes do not give the latest rows"));
+    }
+    for net in [false, true] {
+        let options = ChangeOptions { net, ..ChangeOptions::default() };
+        let changes = latest.changes(0, None, &options).await.map_err(|e| e.to_string())?.collect().await.map_err(|e| e.to_string())?;
+        let mut whole = RowsById::new(schema.clone(), &[]).map_err(|e| e.to_string())?;
+        whole.apply(&changes).map_err(|e| format!("the whole range (net: {net}): {e}"))?;
+        if let Some(id) = whole.first_difference(&expected) {
+            return Err(format!("row {id}: the whole range's changes (net: {net}) do not give the latest rows"));
+        }
+    }
+    Ok(())
+}

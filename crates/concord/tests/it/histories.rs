@@ -150,6 +150,7 @@ fn random_concurrent_histories_replay_exactly() {
                 widened += log.widened;
             }
             let transactions = check_replay(&table, &written, seed).await;
+            check_feed(&table).await.unwrap_or_else(|e| panic!("seed {seed}: change feed: {e}"));
             let committed = transactions - 1;
             assert_eq!(committed + failed, 5 * 12, "seed {seed}: every operation either committed once or failed");
             eprintln!("seed {seed}: {committed} commits ({widened} widenings), {failed} failed (tight budget), replay exact");

@@ -10,6 +10,7 @@ mod replay;
 mod servers;
 
 mod capacity;
+mod changes;
 mod concurrency;
 mod conformance;
 mod corpus;

@@ -481,6 +481,7 @@ fn simulate(seed: u64) -> std::result::Result<Seen, String> {
             outcomes.push((w + 100, last));
         }
         let seen = check(&table, seed, &outcomes).await?;
+        check_feed(&table).await.map_err(|e| format!("change feed: {e}"))?;
         Ok(Seen { injected: store.injected.load(Ordering::SeqCst), ..seen })
     })
 }

@@ -26,7 +26,7 @@ use parquet::file::metadata::ParquetMetaData;
 use roaring::RoaringBitmap;
 
 use crate::error::{CorruptObject, PredicateError, ScanError};
-use crate::format::manifest::Fragment;
+use crate::format::manifest::{derived_row_id, Fragment, ROW_ID_COLUMN, ROW_ID_FIELD};
 use crate::format::schema::Field;
 use crate::io::deletion;
 use crate::io::parquet::file_reader::DataFileReader;
@@ -38,12 +38,52 @@ use crate::storage::TableStore;
 
 pub(crate) const BATCH_ROWS: usize = 8192;
 
-/// What to read: output columns (table fields, in output order) and an optional filter.
+/// What to read: output columns (table fields, in output order), an optional filter,
+/// and whether each row's id follows them (a last column, `_row_id`).
 #[derive(Debug)]
 pub(crate) struct ScanPlan {
     pub fields: Vec<Field>,
+    /// The table columns' Arrow schema (without the row id).
     pub output: SchemaRef,
     pub predicate: Option<Predicate>,
+    pub row_ids: bool,
+}
+
+impl ScanPlan {
+    /// Reads `fields` (their Arrow schema `output`), filtered by `predicate`.
+    pub(crate) fn new(fields: Vec<Field>, output: SchemaRef, predicate: Option<Predicate>) -> ScanPlan {
+        ScanPlan { fields, output, predicate, row_ids: false }
+    }
+
+    /// Every column of `schema`, unfiltered.
+    pub(crate) fn all(schema: &crate::format::schema::Schema) -> ScanPlan {
+        ScanPlan::new(schema.fields.clone(), schema.arrow_schema(), None)
+    }
+
+    /// This plan, each row's id following its columns.
+    pub(crate) fn with_row_ids(mut self) -> ScanPlan {
+        self.row_ids = true;
+        self
+    }
+
+    /// The schema of the batches it yields.
+    pub(crate) fn schema(&self) -> SchemaRef {
+        if !self.row_ids {
+            return self.output.clone();
+        }
+        let mut fields: Vec<arrow::datatypes::FieldRef> = self.output.fields().iter().cloned().collect();
+        fields.push(Arc::new(arrow::datatypes::Field::new(ROW_ID_COLUMN, arrow::datatypes::DataType::Int64, false)));
+        Arc::new(arrow::datatypes::Schema::new(fields))
+    }
+}
+
+/// Which rows of a fragment a read yields.
+#[derive(Debug, Clone)]
+pub(crate) enum Rows {
+    /// Its live rows (its deletion vector applied).
+    Live,
+    /// The rows at these offsets, deleted or not.
+    At(Arc<RoaringBitmap>),
 }
 
 /// What one scan read and skipped, for pruning checks and reports.
@@ -120,7 +160,7 @@ pub(crate) fn scan_fragments(
         .map(move |fragment| {
             let (store, plan, metrics) = (store.clone(), plan.clone(), metrics.clone());
             // Started here, when `buffered` takes the fragment in, not when it is read.
-            future::ready(decode_ahead(async move { open_fragment(&store, &fragment, plan, &metrics).await }, ahead))
+            future::ready(decode_ahead(async move { open_fragment(&store, &fragment, plan, &metrics, Rows::Live).await }, ahead))
         })
         .buffered(OPEN_AHEAD)
         .flatten()
@@ -211,8 +251,12 @@ struct OpenedFile {
     corrupt: CorruptFile,
 }
 
-/// Opens `fragment`'s data file; with `views`, its string columns decode as `Utf8View`.
-async fn open_file(store: &TableStore, fragment: &Fragment, views: bool) -> Result<OpenedFile, ScanError> {
+/// The name of the reader's row-number column (Parquet's virtual column).
+const ROW_NUMBER: &str = "_concord_row_number";
+
+/// Opens `fragment`'s data file; with `views`, its string columns decode as `Utf8View`;
+/// with `row_numbers`, each batch ends with the file offset of each row ([`ROW_NUMBER`]).
+async fn open_file(store: &TableStore, fragment: &Fragment, views: bool, row_numbers: bool) -> Result<OpenedFile, ScanError> {
     let [file] = fragment.files.as_slice() else {
         let reason = format!("fragment {} has {} data files; this concord reads exactly one", fragment.id, fragment.files.len());
         return Err(CorruptObject { path: format!("fragment {}", fragment.id), reason }.into());
@@ -224,7 +268,12 @@ async fn open_file(store: &TableStore, fragment: &Fragment, views: bool) -> Resu
     // Types come from the Parquet schema, not the embedded Arrow schema: arrow-ipc can
     // panic on a corrupt one (found by the data_file fuzz target), and columns are
     // matched by field id and cast to the table's types anyway.
-    let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
+    let mut options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
+    if row_numbers {
+        let field = arrow::datatypes::Field::new(ROW_NUMBER, arrow::datatypes::DataType::Int64, false)
+            .with_extension_type(parquet::arrow::RowNumber);
+        options = options.with_virtual_columns(vec![Arc::new(field)]).map_err(|e| corrupt(&e))?;
+    }
     let mut metadata = ArrowReaderMetadata::load_async(&mut reader, options.clone()).await.map_err(|e| corrupt(&e))?;
     if views {
         let schema = Arc::new(with_string_views(metadata.schema()));
@@ -270,59 +319,43 @@ async fn open_fragment(
     fragment: &Fragment,
     plan: Arc<ScanPlan>,
     metrics: &std::sync::Mutex<ScanMetrics>,
+    rows: Rows,
 ) -> Result<BoxStream<'static, Result<RecordBatch, ScanError>>, ScanError> {
     let views = has_string_views(&plan.output) || plan.predicate.as_ref().is_some_and(|p| has_string_views(&p.schema));
-    let file = open_file(store, fragment, views).await?;
+    let file = open_file(store, fragment, views, plan.row_ids).await?;
     metrics.lock().unwrap_or_else(|e| e.into_inner()).files_opened += 1;
-    let mut keep: Vec<usize> = (0..file.row_groups.len()).collect();
-    let mut builder_filter = None;
-    // Whether the filter is evaluated on decoded batches (when every output column is a
-    // filter column, nothing is left to decode late, and a row filter would only add
-    // the cost of building row selections); else inside the reader, output columns
-    // decoded only for matching rows.
-    let mut eager = false;
     let mut out_columns: Vec<usize> = plan.fields.iter().filter_map(|f| file_column(&file.file_fields, f.id)).collect();
+    let id_column = file_column(&file.file_fields, ROW_ID_FIELD).filter(|_| plan.row_ids);
     // The predicate failing on a value (e.g. an explicit CAST the text does not fit) is
     // the expression's failure, not the file's: the reader only passes on its text.
     let failure: Arc<std::sync::Mutex<Option<String>>> = Arc::default();
-    if let Some(predicate) = &plan.predicate {
-        let (kept, columns) = file.plan_filter(predicate)?;
-        keep = kept;
-        eager = !columns.is_empty() && plan.fields.iter().all(|f| predicate.fields.iter().any(|p| p.id == f.id));
-        if eager {
-            out_columns = columns;
-        } else if !columns.is_empty() {
-            let mask = ProjectionMask::roots(file.builder.parquet_schema(), columns);
-            let plan_for_filter = plan.clone();
-            let (fs, ff, slot) = (file.file_schema.clone(), file.file_fields.clone(), failure.clone());
-            builder_filter = Some(ArrowPredicateFn::new(mask, move |batch: RecordBatch| {
-                let predicate = plan_for_filter.predicate.as_ref().expect("filter has a predicate");
-                let adapted = to_table_columns(&batch, &fs, &ff, &predicate.fields, &predicate.schema)?;
-                predicate.evaluate(&adapted).inspect_err(|e| *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string()))
-            }));
-        }
+    let Filtering { mut keep, eager, columns, row_filter } = filtering(&file, &plan, &failure)?;
+    if let Some(columns) = columns {
+        out_columns = columns;
     }
     {
         let mut m = metrics.lock().unwrap_or_else(|e| e.into_inner());
         m.row_groups_total += file.row_groups.len() as u64;
         m.row_groups_read += keep.len() as u64;
     }
+    let skipped = skipped_rows(store, fragment, &rows, &file.row_groups, &mut keep).await?;
     if keep.is_empty() {
         return Ok(stream::empty().boxed());
     }
-    let deleted = deletion::of_fragment(store, fragment.deletion.as_ref()).await?;
     let ranges = file.ranges(&keep);
     let OpenedFile { mut builder, file_schema, file_fields, corrupt, .. } = file;
+    out_columns.extend(id_column);
     let projection = ProjectionMask::roots(builder.parquet_schema(), out_columns);
     builder = builder.with_projection(projection).with_row_groups(keep);
-    if !deleted.is_empty() {
-        builder = builder.with_row_selection(deletion::selection(&ranges, &deleted));
+    if !skipped.is_empty() {
+        builder = builder.with_row_selection(deletion::selection(&ranges, &skipped));
     }
-    if let Some(filter) = builder_filter {
-        builder = builder.with_row_filter(RowFilter::new(vec![Box::new(filter)]));
+    if let Some(filter) = row_filter {
+        builder = builder.with_row_filter(RowFilter::new(vec![filter]));
     }
     let stream = Guarded::new(builder.build().map_err(|e| corrupt(&e))?);
     let (output, fields) = (plan.output.clone(), plan.fields.clone());
+    let ids = plan.row_ids.then(|| (fragment.id, plan.schema()));
     let sql = plan.predicate.as_ref().map(|p| p.sql.clone()).unwrap_or_default();
     Ok(stream
         .map(move |batch| {
@@ -330,7 +363,10 @@ async fn open_fragment(
                 Some(reason) => ScanError::Predicate(PredicateError::Failed { sql: sql.clone(), reason }),
                 None => corrupt(&e),
             })?;
-            let rows = to_table_columns(&batch, &file_schema, &file_fields, &fields, &output).map_err(|e| corrupt(&e))?;
+            let mut rows = to_table_columns(&batch, &file_schema, &file_fields, &fields, &output).map_err(|e| corrupt(&e))?;
+            if let Some((fragment_id, schema)) = &ids {
+                rows = with_row_ids(&rows, &batch, &file_schema, &file_fields, *fragment_id, schema).map_err(|e| corrupt(&e))?;
+            }
             match plan.predicate.as_ref().filter(|_| eager) {
                 None => Ok(rows),
                 Some(predicate) => {
@@ -346,6 +382,101 @@ async fn open_fragment(
         .boxed())
 }
 
+/// How a read of a file applies a plan's filter.
+struct Filtering {
+    /// The row groups its statistics do not rule out.
+    keep: Vec<usize>,
+    /// Whether the filter is evaluated on decoded batches (when every output column is a
+    /// filter column, nothing is left to decode late, and a row filter would only add
+    /// the cost of building row selections); else inside the reader, output columns
+    /// decoded only for matching rows (`row_filter`).
+    eager: bool,
+    /// The columns to decode, when eager.
+    columns: Option<Vec<usize>>,
+    row_filter: Option<Box<dyn parquet::arrow::arrow_reader::ArrowPredicate>>,
+}
+
+/// How `file` is read under `plan`'s filter; a failure of the filter on a value is
+/// kept in `failure`.
+fn filtering(file: &OpenedFile, plan: &Arc<ScanPlan>, failure: &Arc<std::sync::Mutex<Option<String>>>) -> Result<Filtering, ScanError> {
+    let all = (0..file.row_groups.len()).collect();
+    let Some(predicate) = &plan.predicate else { return Ok(Filtering { keep: all, eager: false, columns: None, row_filter: None }) };
+    let (keep, columns) = file.plan_filter(predicate)?;
+    let eager = !columns.is_empty() && !plan.row_ids && plan.fields.iter().all(|f| predicate.fields.iter().any(|p| p.id == f.id));
+    if eager {
+        return Ok(Filtering { keep, eager, columns: Some(columns), row_filter: None });
+    }
+    if columns.is_empty() {
+        return Ok(Filtering { keep, eager, columns: None, row_filter: None });
+    }
+    let mask = ProjectionMask::roots(file.builder.parquet_schema(), columns);
+    let plan_for_filter = plan.clone();
+    let (fs, ff, slot) = (file.file_schema.clone(), file.file_fields.clone(), failure.clone());
+    let filter = ArrowPredicateFn::new(mask, move |batch: RecordBatch| {
+        let predicate = plan_for_filter.predicate.as_ref().expect("filter has a predicate");
+        let adapted = to_table_columns(&batch, &fs, &ff, &predicate.fields, &predicate.schema)?;
+        predicate.evaluate(&adapted).inspect_err(|e| *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string()))
+    });
+    Ok(Filtering { keep, eager, columns: None, row_filter: Some(Box::new(filter)) })
+}
+
+/// The rows of the row groups `keep` a read of `rows` skips: the deleted ones, or all
+/// but the offsets asked for (then only the row groups holding some are kept).
+async fn skipped_rows(
+    store: &TableStore,
+    fragment: &Fragment,
+    rows: &Rows,
+    row_groups: &[Range<u64>],
+    keep: &mut Vec<usize>,
+) -> Result<Arc<RoaringBitmap>, ScanError> {
+    let offsets = match rows {
+        Rows::Live => return Ok(deletion::of_fragment(store, fragment.deletion.as_ref()).await?),
+        Rows::At(offsets) => offsets,
+    };
+    let span = |r: &Range<u64>| r.start.min(u32::MAX as u64) as u32..r.end.min(u32::MAX as u64) as u32;
+    keep.retain(|&i| offsets.range_cardinality(span(&row_groups[i])) > 0);
+    let mut others = RoaringBitmap::new();
+    for &i in keep.iter() {
+        others.insert_range(span(&row_groups[i]));
+    }
+    Ok(Arc::new(others - offsets.as_ref()))
+}
+
+/// `rows` (read from `batch`) with each row's id last: the file's row-id value where
+/// it has one, else the id derived from the fragment and the row's offset.
+fn with_row_ids(
+    rows: &RecordBatch,
+    batch: &RecordBatch,
+    file_schema: &SchemaRef,
+    file_fields: &[u32],
+    fragment_id: u64,
+    schema: &SchemaRef,
+) -> Result<RecordBatch, arrow::error::ArrowError> {
+    use arrow::array::{Array, AsArray, Int64Array};
+    use arrow::datatypes::Int64Type;
+    let numbers = batch.column_by_name(ROW_NUMBER).ok_or_else(|| arrow::error::ArrowError::SchemaError("no row numbers".into()))?;
+    let numbers = numbers.as_primitive::<Int64Type>();
+    let explicit = batch
+        .schema()
+        .fields()
+        .iter()
+        .position(|f| file_schema.index_of(f.name()).ok().and_then(|i| file_fields.get(i)).copied() == Some(ROW_ID_FIELD));
+    let explicit = explicit.map(|i| batch.column(i).as_primitive::<Int64Type>().clone());
+    let ids: Int64Array = (0..batch.num_rows())
+        .map(|i| match &explicit {
+            Some(column) if column.is_valid(i) => column.value(i),
+            _ => derived_row_id(fragment_id, numbers.value(i) as u64),
+        })
+        .collect();
+    let mut columns = rows.columns().to_vec();
+    columns.push(Arc::new(ids));
+    RecordBatch::try_new_with_options(
+        schema.clone(),
+        columns,
+        &arrow::array::RecordBatchOptions::new().with_row_count(Some(rows.num_rows())),
+    )
+}
+
 /// The rows of `batch` where `hits` is true (a batch without columns keeps its count).
 fn filter_rows(batch: &RecordBatch, hits: &BooleanArray) -> Result<RecordBatch, arrow::error::ArrowError> {
     if batch.num_columns() == 0 {
@@ -357,8 +488,18 @@ fn filter_rows(batch: &RecordBatch, hits: &BooleanArray) -> Result<RecordBatch, 
 
 /// The live rows of one fragment as `plan` selects them, in row-offset order.
 pub(crate) async fn read_fragment(store: &TableStore, fragment: &Fragment, plan: Arc<ScanPlan>) -> Result<Vec<RecordBatch>, ScanError> {
+    read_rows(store, fragment, plan, Rows::Live).await
+}
+
+/// The rows `rows` of one fragment as `plan` selects them, in row-offset order.
+pub(crate) async fn read_rows(
+    store: &TableStore,
+    fragment: &Fragment,
+    plan: Arc<ScanPlan>,
+    rows: Rows,
+) -> Result<Vec<RecordBatch>, ScanError> {
     let metrics = std::sync::Mutex::new(ScanMetrics::default());
-    open_fragment(store, fragment, plan, &metrics).await?.try_collect().await
+    open_fragment(store, fragment, plan, &metrics, rows).await?.try_collect().await
 }
 
 /// Offsets of the live rows of `fragment` for which `test` holds.
@@ -368,7 +509,7 @@ pub(crate) async fn fragment_matches(store: &TableStore, fragment: &Fragment, te
             return Ok(RoaringBitmap::new());
         }
     }
-    let file = open_file(store, fragment, false).await?;
+    let file = open_file(store, fragment, false, false).await?;
     let (keep, columns) = file.plan_filter(test)?;
     let mut matches = RoaringBitmap::new();
     if columns.is_empty() {

@@ -61,14 +61,16 @@ pub(crate) fn plan(fragments: &[Fragment], target_rows: u64) -> Vec<Vec<Fragment
     groups
 }
 
-/// Reads the live rows of `fragments` (as `schema` sees them) and writes them anew.
+/// Reads the live rows of `fragments` (as `schema` sees them) and writes them anew,
+/// each with its row id.
 pub(crate) async fn rewrite(store: &TableStore, env: &Env, schema: &Schema, fragments: &[Fragment]) -> Result<CompactGroup, WriteError> {
-    let plan = Arc::new(ScanPlan { fields: schema.fields.clone(), output: schema.arrow_schema(), predicate: None });
+    // Every row keeps its id.
+    let plan = Arc::new(ScanPlan::all(schema).with_row_ids());
     let mut batches = Vec::new();
     for fragment in fragments {
         batches.extend(scan::read_fragment(store, fragment, plan.clone()).await?);
     }
-    let outputs = write::write_fragments(store, env, schema, &batches).await?;
+    let outputs = write::write_fragments_keeping_ids(store, env, schema, &batches).await?;
     let inputs = fragments
         .iter()
         .map(|f| CompactInput { fragment_id: f.id, deletion: f.deletion.as_ref().map(|d| d.path.clone()), live_rows: f.live_rows() })

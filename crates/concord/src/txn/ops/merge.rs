@@ -10,18 +10,19 @@
 //! NULL; a required column without default is then refused). A partial re-run merges
 //! the rows in scope the same way, and a key it newly matches leaves the inserted rows.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, BooleanArray, RecordBatch};
+use arrow::array::{ArrayRef, AsArray, BooleanArray, Int64Array, RecordBatch};
 use arrow::compute::{filter_record_batch, interleave};
+use arrow::datatypes::Int64Type;
 use arrow::error::ArrowError;
 use arrow::row::OwnedRow;
 
 use super::delete;
 use crate::env::Env;
 use crate::error::{CommitError, InputError, WriteError};
-use crate::format::manifest::{Fragment, FragmentDeletion, Manifest, NewFragment, Operation, PartialMerge};
+use crate::format::manifest::{Fragment, FragmentDeletion, Manifest, NewFragment, Operation, PartialMerge, ROW_ID_COLUMN};
 use crate::format::schema::Schema;
 use crate::io::input::Rows;
 use crate::io::scan::keys::{Duplicates, KeySet};
@@ -50,7 +51,10 @@ pub(crate) async fn prepare(
         .map_err(|d| InputError::DuplicateKey { file: source.to_string(), key: d.0 })?;
     if input.present.len() == schema.fields.len() {
         let deletions = delete::find(store, env, fragments, &key_set).await?;
-        let fragments = write::write_fragments(store, env, schema, &input.batches).await?;
+        // A source row whose key matched a row keeps that row's id.
+        let ids = ids_by_key(store, schema, fragments, &deletions, &key_set).await?;
+        let rows = with_ids(&input.batches, &key_set, &ids).map_err(WriteError::encode)?;
+        let fragments = write::write_fragments_keeping_ids(store, env, schema, &rows).await?;
         return Ok(Operation::Merge { keys: key_names, columns: key_ids, deletions, fragments, partial: None });
     }
     let source_rows = Source { keys: key_set, batches: input.batches, present: input.present.clone() };
@@ -59,7 +63,7 @@ pub(crate) async fn prepare(
     if let Some(e) = missing_for_insert(schema, &source_rows, &inserted, source) {
         return Err(e.into());
     }
-    let mut added = write::write_fragments(store, env, schema, &matched.rows).await?;
+    let mut added = write::write_fragments_keeping_ids(store, env, schema, &matched.rows).await?;
     let updated = added.len();
     added.extend(write::write_fragments(store, env, schema, &inserted).await?);
     let mut columns: Vec<u32> = key_ids.into_iter().chain(input.present.iter().copied()).collect();
@@ -83,8 +87,8 @@ pub(super) struct Source {
 }
 
 impl Source {
-    /// `existing` (rows whose keys are all in the source, table schema) with the source's
-    /// values of its columns.
+    /// `existing` (rows whose keys are all in the source, table schema, then their row
+    /// ids) with the source's values of its columns, each keeping its id.
     fn merged(&self, schema: &Schema, existing: &RecordBatch) -> Result<(RecordBatch, Vec<OwnedRow>), ArrowError> {
         let located = self.keys.locate(existing)?;
         let at: Vec<(usize, usize)> = located.iter().map(|(_, at)| at.expect("matched rows have source keys")).collect();
@@ -101,6 +105,7 @@ impl Source {
                 }
             })
             .collect::<Result<Vec<ArrayRef>, _>>()?;
+        let columns = columns.into_iter().chain(existing.columns().get(schema.fields.len()).cloned()).collect();
         Ok((RecordBatch::try_new(existing.schema(), columns)?, located.into_iter().map(|(k, _)| k).collect()))
     }
 
@@ -148,7 +153,7 @@ async fn match_rows(
     fragments: &[Fragment],
 ) -> Result<Matched, WriteError> {
     let deletions = delete::find(store, env, fragments, &source.keys).await?;
-    let plan = Arc::new(ScanPlan { fields: schema.fields.clone(), output: schema.arrow_schema(), predicate: None });
+    let plan = Arc::new(ScanPlan::all(schema).with_row_ids());
     let mut matched = Matched { deletions: Vec::new(), rows: Vec::new(), keys: HashSet::new() };
     let encode = WriteError::encode;
     for d in &deletions {
@@ -197,7 +202,7 @@ async fn source_keys(
     version: u64,
 ) -> Result<Source, CommitError> {
     let fields = KeySet::fields_for(schema, keys).map_err(|e| CommitError::rerun(version, e))?;
-    let plan = Arc::new(ScanPlan { fields: schema.fields.clone(), output: schema.arrow_schema(), predicate: None });
+    let plan = Arc::new(ScanPlan::all(schema));
     let mut batches = Vec::new();
     for new in source {
         let fragment = Fragment { id: 0, files: new.files.clone(), physical_rows: new.rows, deletion: None };
@@ -236,17 +241,25 @@ pub(super) async fn rerun(
     let source = &cached.as_ref().expect("just set").1;
     let in_scope = delete::fragments_in_scope(store, base, scope).await?;
     let Some(partial) = parts.partial.as_mut() else {
-        // A full merge: its rows stay as written; only which rows they replace changes.
+        // A full merge: its rows stay as written; which rows they replace changes, and
+        // a source row whose key now matches a row takes that row's id (rewritten).
         let found = delete::find(store, env, &in_scope, &source.keys).await.map_err(delete::scan_to_commit(base.version))?;
+        let matched_more = !found.is_empty() || matches!(scope, RerunScope::Everything);
         match scope {
             RerunScope::Everything => *parts.deletions = found,
             RerunScope::Fragments(_) => parts.deletions.extend(found),
+        }
+        if matched_more {
+            let all = delete::fragments_in_scope(store, base, &RerunScope::Everything).await?;
+            let ids = ids_by_key(store, &base.schema, &all, parts.deletions, &source.keys).await.map_err(failed)?;
+            let rows = with_ids(&source.batches, &source.keys, &ids).map_err(|e| failed(WriteError::encode(e)))?;
+            *parts.fragments = write::write_fragments_keeping_ids(store, env, &base.schema, &rows).await.map_err(failed)?;
         }
         return Ok(());
     };
     let write_failed = failed;
     let matched = match_rows(store, env, &base.schema, source, &in_scope).await.map_err(write_failed)?;
-    let merged = write::write_fragments(store, env, &base.schema, &matched.rows).await.map_err(write_failed)?;
+    let merged = write::write_fragments_keeping_ids(store, env, &base.schema, &matched.rows).await.map_err(write_failed)?;
     let (updated, inserted) = match scope {
         // Everything was replaced: merge anew; source keys no row holds now are inserted.
         RerunScope::Everything => {
@@ -277,6 +290,44 @@ pub(super) async fn rerun(
     Ok(())
 }
 
+/// The row ids of the rows `deletions` remove from `fragments`, by key (`keys`'s columns).
+async fn ids_by_key(
+    store: &TableStore,
+    schema: &Schema,
+    fragments: &[Fragment],
+    deletions: &[FragmentDeletion],
+    keys: &KeySet,
+) -> Result<HashMap<OwnedRow, i64>, WriteError> {
+    let plan = Arc::new(ScanPlan::all(schema).with_row_ids());
+    let mut ids = HashMap::new();
+    for d in deletions {
+        let Some(fragment) = fragments.iter().find(|f| f.id == d.fragment_id) else { continue };
+        let offsets = crate::io::deletion::read(store, &d.path).await?;
+        for batch in scan::read_rows(store, fragment, plan.clone(), scan::Rows::At(offsets)).await? {
+            let id = batch.column(schema.fields.len()).as_primitive::<Int64Type>().clone();
+            for (row, (key, _)) in keys.locate(&batch).map_err(WriteError::encode)?.into_iter().enumerate() {
+                ids.insert(key, id.value(row));
+            }
+        }
+    }
+    Ok(ids)
+}
+
+/// `batches` (table schema) each with a last column of row ids: the id `ids` holds for
+/// the row's key, else NULL (a new row).
+fn with_ids(batches: &[RecordBatch], keys: &KeySet, ids: &HashMap<OwnedRow, i64>) -> Result<Vec<RecordBatch>, ArrowError> {
+    batches
+        .iter()
+        .map(|batch| {
+            let column: Int64Array = keys.locate(batch)?.iter().map(|(key, _)| ids.get(key).copied()).collect();
+            let mut fields: Vec<arrow::datatypes::FieldRef> = batch.schema().fields().iter().cloned().collect();
+            fields.push(Arc::new(arrow::datatypes::Field::new(ROW_ID_COLUMN, arrow::datatypes::DataType::Int64, true)));
+            let columns = batch.columns().iter().cloned().chain(std::iter::once(Arc::new(column) as ArrayRef)).collect();
+            RecordBatch::try_new(Arc::new(arrow::datatypes::Schema::new(fields)), columns)
+        })
+        .collect()
+}
+
 /// `inserted` (fragments of this merge) rewritten without the rows whose keys are in
 /// `keys`. The old files stay until vacuum: a staged transaction may still name them.
 async fn without_keys(
@@ -287,7 +338,7 @@ async fn without_keys(
     inserted: Vec<NewFragment>,
     keys: &HashSet<OwnedRow>,
 ) -> Result<Vec<NewFragment>, WriteError> {
-    let plan = Arc::new(ScanPlan { fields: schema.fields.clone(), output: schema.arrow_schema(), predicate: None });
+    let plan = Arc::new(ScanPlan::all(schema));
     let mut kept = Vec::new();
     for new in &inserted {
         let fragment = Fragment { id: 0, files: new.files.clone(), physical_rows: new.rows, deletion: None };

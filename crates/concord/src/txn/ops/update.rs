@@ -130,7 +130,8 @@ pub(crate) async fn run(
     let mut new_rows: Vec<RecordBatch> = Vec::new();
     // The same predicate over the same rows as the matching below: the scan yields
     // exactly the matched rows. Planned once (planning costs far more than a fragment).
-    let plan = Arc::new(ScanPlan { fields, output, predicate: recompile(update)? });
+    // Each row read with its id: its new version keeps it.
+    let plan = Arc::new(ScanPlan::new(fields, output, recompile(update)?).with_row_ids());
     for fragment in fragments {
         let matches = match &update.predicate {
             Some(p) => scan::fragment_matches(store, fragment, p).await?,
@@ -153,7 +154,7 @@ pub(crate) async fn run(
         let path = deletion::write(store, env, matches).await?;
         deletions.push(FragmentDeletion { fragment_id: fragment.id, path, rows: count });
     }
-    let written = write::write_fragments(store, env, &update.schema, &new_rows).await?;
+    let written = write::write_fragments_keeping_ids(store, env, &update.schema, &new_rows).await?;
     Ok((deletions, written))
 }
 
@@ -171,7 +172,7 @@ enum SetFailure {
     Input(InputError),
 }
 
-/// New values of `batch` (all table columns, table order): SET columns replaced. A
+/// New values of `batch` (all table columns, table order, then the row id): SET columns replaced. A
 /// value that does not fit its column is refused (the rule of every write: see
 /// `io::cast`), never stored as NULL or rounded.
 fn apply_set(update: &CompiledUpdate, batch: &RecordBatch) -> Result<RecordBatch, SetFailure> {
