@@ -29,6 +29,14 @@ shared machine weighs on all alike):
                   (median of 3), without and with automatic compaction
                   (auto_compact.small_fragments=32): seconds of the appends and of
                   the read, fragments left
+  changes         a 10,000,000-row table (10 appends of 1M), then 100 versions each
+                  touching 1% of the rows (in turn: an update of a 1% range of ids,
+                  a delete of another, an append of 1% new rows); then the change
+                  feed of the last 1, 10 and 100 versions read into pyarrow (median
+                  of 3 each): Concord's Table.changes, Delta's load_cdf (change data
+                  feed on from the table's creation), Lance's delta API (stable row
+                  ids on: inserted and updated rows, deleted row ids), and the rows
+                  each gives
   ray             a local Ray cluster (2 CPUs) writes 10,000,000 rows from 16 tasks
                   into one table (concord.ray.write_concord: one version; Lance:
                   lance_ray.write_lance), then reads them back (read_concord /
@@ -388,6 +396,88 @@ def small_files(name, root, appends=1_000):
     return out
 
 
+def changes_bench(name, root, rows, versions=100):
+    """See the module docs (workload `changes`)."""
+    uri = os.path.join(root, f"{name}-changes")
+    per = min(1_000_000, rows)
+    step = rows // 100
+    if name == "concord":
+        import concord
+
+        t = concord.create(uri, SCHEMA)
+        for i in range(0, rows, per):
+            t.append(batch(i, min(per, rows - i)))
+    elif name == "delta":
+        import deltalake
+
+        cdf = {"delta.enableChangeDataFeed": "true"}
+        for i in range(0, rows, per):
+            deltalake.write_deltalake(uri, batch(i, min(per, rows - i)), mode="append", configuration=cdf)
+        dt = deltalake.DeltaTable(uri)
+    else:
+        import lance
+
+        for i in range(0, rows, per):
+            lance.write_dataset(batch(i, min(per, rows - i)), uri, mode="create" if i == 0 else "append", enable_stable_row_ids=True)
+    next_id = rows
+    started = time.perf_counter()
+    for k in range(versions):
+        low = ((k * 37) % 97) * step
+        where = f"id >= {low} AND id < {low + step}"
+        if k % 3 == 0:
+            if name == "concord":
+                t.update({"v": "v + 1"}, where=where)
+            elif name == "delta":
+                dt.update(updates={"v": "v + 1"}, predicate=where)
+            else:
+                lance.dataset(uri).update({"v": "v + 1"}, where=where)
+        elif k % 3 == 1:
+            if name == "concord":
+                t.delete(where)
+            elif name == "delta":
+                dt.delete(where)
+            else:
+                lance.dataset(uri).delete(where)
+        else:
+            new = batch(next_id, step)
+            next_id += step
+            if name == "concord":
+                t.append(new)
+            elif name == "delta":
+                deltalake.write_deltalake(uri, new, mode="append")
+                dt = deltalake.DeltaTable(uri)
+            else:
+                lance.write_dataset(new, uri, mode="append")
+    history_s = time.perf_counter() - started
+    if name == "concord":
+        last = t.refresh().version
+    elif name == "delta":
+        dt = deltalake.DeltaTable(uri)
+        last = dt.version()
+    else:
+        last = lance.dataset(uri).version
+
+    def feed(first):
+        if name == "concord":
+            return t.changes(first).num_rows
+        if name == "delta":
+            return deltalake.DeltaTable(uri).load_cdf(starting_version=first + 1, ending_version=last).read_all().num_rows
+        delta = lance.dataset(uri).delta(begin_version=first, end_version=last)
+        n = delta.get_inserted_rows().read_all().num_rows + delta.get_updated_rows().read_all().num_rows
+        return n + delta.get_deleted_row_ids().read_all().num_rows
+
+    out = {"history_s": history_s}
+    for span in (1, 10, 100):
+        times, got = [], 0
+        for _ in range(3):
+            started = time.perf_counter()
+            got = feed(last - span)
+            times.append(time.perf_counter() - started)
+        out[f"feed{span}_s"] = statistics.median(times)
+        out[f"feed{span}_rows"] = got
+    return out
+
+
 def _ray():
     import ray
 
@@ -504,6 +594,12 @@ def report(results, args):
 
     row("1,000 appends of 100 rows: appends s, then read s, fragments (auto compaction off)", small("off"))
     row("the same with auto_compact.small_fragments=32", small("on"))
+    for span in (1, 10, 100):
+        row(
+            f"changes of the last {span} of 100 versions (1% each) of {args.changes_rows:,} rows: s (rows)",
+            lambda r, span=span: f"{fmt(r['changes'][f'feed{span}_s'], 3)} ({fmt(r['changes'][f'feed{span}_rows'])})",
+        )
+    row("changes: the 100 versions' writes, s", lambda r: fmt(r["changes"]["history_s"], 1))
     row(f"Ray, {args.ray_rows:,} rows from 16 tasks: write, s", lambda r: fmt(r["ray"]["write_s"], 2))
     row("Ray: read back (materialized), s", lambda r: fmt(r["ray"]["read_s"], 2))
     return "\n".join(lines)
@@ -532,10 +628,11 @@ def main():
     p.add_argument("--vector-rows", type=int, default=1_000_000)
     p.add_argument("--vector-dim", type=int, default=768)
     p.add_argument("--ray-rows", type=int, default=10_000_000)
+    p.add_argument("--changes-rows", type=int, default=10_000_000)
     p.add_argument(
         "--workloads",
         default="small,big,huge,writers,read,vectors",
-        help="which workloads to run (comma-separated; also: ray, smallfiles)",
+        help="which workloads to run (comma-separated; also: ray, smallfiles, changes)",
     )
     p.add_argument("--rounds", type=int, default=1, help="rounds of each workload (figures: the median of the rounds)")
     p.add_argument("--dir", default=None, help="folder for the tables (default: a temporary folder)")
@@ -556,6 +653,7 @@ def main():
         steps += [("vectors", lambda name: vectors(name, root, args.vector_rows, args.vector_dim))]
         steps += [("ray", lambda name: ray_job(name, root, args.ray_rows))]
         steps += [("smallfiles", lambda name: small_files(name, root))]
+        steps += [("changes", lambda name: changes_bench(name, root, args.changes_rows))]
         steps = [(key, step) for key, step in steps if (key if not key.startswith("w") else "writers") in wanted]
         rounds = {}
         for key, step in steps:

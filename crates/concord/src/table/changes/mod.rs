@@ -21,7 +21,7 @@ mod replay;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, AsArray, BooleanArray, Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray, UInt32Array};
+use arrow::array::{ArrayRef, AsArray, BooleanArray, Int64Array, RecordBatch, StringArray, TimestampNanosecondArray, UInt32Array};
 use arrow::datatypes::{DataType, Field as ArrowField, Int64Type, Schema as ArrowSchema, SchemaRef, TimeUnit};
 use chrono::{DateTime, Utc};
 use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
@@ -114,7 +114,7 @@ impl Table {
 
     /// The schema of this handle's change feed with `options`.
     pub(crate) fn change_schema(&self, options: &ChangeOptions) -> Result<SchemaRef, ChangesError> {
-        Ok(Reading::new(self.schema(), options)?.output)
+        Ok(Reading::new(self.schema(), options, self.env.clock.now())?.output)
     }
 
     async fn changes_in(
@@ -132,7 +132,7 @@ impl Table {
             return Err(ChangesError::FromAfterTo { from, to });
         }
         let last = self.retained(from, to, options.schema_of.unwrap_or(to)).await?;
-        let read = Arc::new(Reading::new(schema.unwrap_or(&last.schema), options)?);
+        let read = Arc::new(Reading::new(schema.unwrap_or(&last.schema), options, self.env.clock.now())?);
         let schema = read.output.clone();
         let (store, base) = (self.store.clone(), self.retained(from, to, from).await?);
         let versions = stream::iter(from + 1..=to)
@@ -188,7 +188,8 @@ struct Reading {
 }
 
 impl Reading {
-    fn new(schema: &Schema, options: &ChangeOptions) -> Result<Reading, ChangesError> {
+    /// `now`: what `now()` in the filter means (the handle's clock).
+    fn new(schema: &Schema, options: &ChangeOptions, now: DateTime<Utc>) -> Result<Reading, ChangesError> {
         if let Some(f) = schema.fields.iter().find(|f| CHANGE_COLUMNS.contains(&f.name.as_str())) {
             return Err(ChangesError::ReservedColumn { column: f.name.clone() });
         }
@@ -203,7 +204,7 @@ impl Reading {
                 given
             }
         };
-        let filter = options.filter.as_deref().map(|sql| predicate::compile(sql, schema, Utc::now())).transpose()?;
+        let filter = options.filter.as_deref().map(|sql| predicate::compile(sql, schema, now)).transpose()?;
         let table = schema.arrow_schema();
         let mut fields: Vec<ArrowField> = given.iter().map(|&i| table.field(i).clone()).collect();
         fields.extend([
@@ -211,7 +212,7 @@ impl Reading {
             ArrowField::new(ROW_ID_COLUMN, DataType::Int64, false),
             ArrowField::new("_version", DataType::Int64, false),
             ArrowField::new("_txn_id", DataType::Utf8, false),
-            ArrowField::new("_committed_at", DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())), false),
+            ArrowField::new("_committed_at", DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())), false),
         ]);
         Ok(Reading { schema: schema.clone(), given, filter, output: Arc::new(ArrowSchema::new(fields)) })
     }
@@ -369,7 +370,12 @@ fn output(read: &Reading, changes: &RecordBatch, version: u64, txn: Uuid, at: Da
     columns.push(changes.column(n).clone());
     columns.push(Arc::new(Int64Array::from(vec![version as i64; rows])));
     columns.push(Arc::new(StringArray::from(vec![txn.to_string(); rows])));
-    columns.push(Arc::new(TimestampMicrosecondArray::from(vec![at.timestamp_micros(); rows]).with_timezone("UTC")));
+    // The version's time exactly (nanoseconds, as stored): given back as `--from-time`
+    // it names this version.
+    let nanos = at
+        .timestamp_nanos_opt()
+        .ok_or_else(|| CorruptObject { path: format!("version {version}"), reason: format!("its time {at} is outside 1677-2262") })?;
+    columns.push(Arc::new(TimestampNanosecondArray::from(vec![nanos; rows]).with_timezone("UTC")));
     RecordBatch::try_new(read.output.clone(), columns)
         .map_err(|e| CorruptObject { path: format!("version {version}"), reason: e.to_string() }.into())
 }
