@@ -97,10 +97,9 @@ pub mod errors {
 /// The on-disk format as a table's versions hold it (FORMAT.md): manifests, fragments,
 /// transaction records, version file names. Read, not built, outside the crate.
 pub mod manifest {
-    pub use crate::format::manifest::derived_row_id;
     pub use crate::format::manifest::{
         ColumnStats, CompactGroup, CompactInput, DataFile, DeletionRef, Fragment, FragmentDeletion, Manifest, NewColumn, NewFragment,
-        Operation, PartialMerge, SegmentRef, TransactionRecord, FORMAT_VERSION, PROPERTY_AUTO_COMPACT, PROPERTY_COOPERATIVE,
+        NextIds, Operation, PartialMerge, SegmentRef, TransactionRecord, FORMAT_VERSION, PROPERTY_AUTO_COMPACT, PROPERTY_COOPERATIVE,
         PROPERTY_ICEBERG_PUBLISH, PROPERTY_ISOLATION, ROW_ID_COLUMN, ROW_ID_FIELD,
     };
     pub use crate::format::naming::{parse_version_file_name, version_file_name};
@@ -136,7 +135,7 @@ pub mod time {
 /// The bounds Concord enforces, and its defaults.
 pub mod limits {
     pub use crate::duration::MAX_DURATION_DAYS;
-    pub use crate::format::manifest::{INLINE_SEGMENT_FRAGMENTS, MAX_ROW_ID_FRAGMENTS};
+    pub use crate::format::manifest::{INLINE_SEGMENT_FRAGMENTS, MAIN_ROW_IDS, ROW_ID_BLOCK, ROW_ID_BLOCKS};
     pub use crate::format::schema::{MAX_COLUMNS, MAX_COLUMN_NAME_BYTES, MAX_DECIMAL128_PRECISION, MAX_DECIMAL_PRECISION};
     pub use crate::io::predicate::{MAX_EXPRESSION_BYTES, MAX_EXPRESSION_OPERATORS};
     pub use crate::storage::MAX_METADATA_BYTES;

@@ -241,7 +241,7 @@ impl CommitError {
                 ErrorKind::Contention { attempts: *attempts, elapsed_ms: *elapsed_ms }
             }
             CommitError::VersionMoved { expected, latest } => ErrorKind::Moved { expected: *expected, latest: *latest },
-            CommitError::HistoryRemoved { .. } => ErrorKind::Storage,
+            CommitError::HistoryRemoved { .. } | CommitError::RowIdsExhausted { .. } => ErrorKind::Storage,
             CommitError::Unavailable(u) => u.kind(),
             CommitError::CommitStateUnknown { version, transaction_id, .. } => {
                 ErrorKind::UnknownOutcome { version: Some(*version), transaction_id: Some(*transaction_id) }

@@ -214,6 +214,16 @@ pub enum CommitError {
         /// Why not, if not because of a shared key.
         reason: Option<IncompatibleReason>,
     },
+    /// Its fragments' rows would take row ids past the end of the chain's range (2^62
+    /// ids on the main chain, 2^40 on a branch): nothing was committed. Compaction does
+    /// not give ids back; the table has reached its limit.
+    #[error("the table's row ids are used up: the next is {next_row_id}, and a fragment of {rows} rows would pass the end of this branch's range (FORMAT.md §6); nothing was committed")]
+    RowIdsExhausted {
+        /// The next row id.
+        next_row_id: u64,
+        /// The rows that did not fit.
+        rows: u64,
+    },
     /// The table changed under the commit.
     #[error(transparent)]
     Unavailable(#[from] Unavailable),

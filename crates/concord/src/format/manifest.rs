@@ -139,6 +139,11 @@ pub struct Fragment {
     /// Deletion vector: relative path of a file listing deleted row offsets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deletion: Option<DeletionRef>,
+    /// The id of its first row (see [`Fragment::row_id`]), assigned at commit from the
+    /// version's [`Manifest::next_row_id`]; absent in fragments committed before row
+    /// ids were counted, whose first row's id is `id << 32`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_row_id: Option<u64>,
 }
 
 /// A fragment's deletion vector.
@@ -169,35 +174,73 @@ impl Fragment {
         self.physical_rows - self.deletion.as_ref().map_or(0, |d| d.deleted_rows)
     }
 
+    /// The id of its first row: its rows' ids, where the data file carries none, follow
+    /// from it by offset.
+    pub fn first_row_id(&self) -> u64 {
+        self.first_row_id.unwrap_or(self.id << 32)
+    }
+
     /// The row id its row at `offset` takes when its data file carries none for it (see
-    /// [`ROW_ID_FIELD`]).
-    pub fn derived_row_id(&self, offset: u64) -> i64 {
-        derived_row_id(self.id, offset)
+    /// [`ROW_ID_FIELD`]): [`Fragment::first_row_id`] plus `offset`.
+    pub fn row_id(&self, offset: u64) -> i64 {
+        (self.first_row_id() + offset) as i64
     }
 }
 
 /// The reserved field id of a data file's row-id column (Iceberg's `_row_id`). Every
-/// row of a table has a row id, unique in the table, that stays with it through
-/// updates, merges, compaction and rebases (FORMAT.md §6, "Row ids"): a row's id is its
-/// data file's `_row_id` value where the file has the column and the value is not
-/// NULL (a row rewritten from an earlier one keeps that row's id), else derived from
-/// its fragment and offset ([`derived_row_id`]: a row inserted by the fragment's
-/// transaction).
+/// row of a table has a row id, unique in the table and its branches, that stays with
+/// it through updates, merges, compaction, rebases and branch merges (FORMAT.md §6,
+/// "Row ids"): a row's id is its data file's `_row_id` value where the file has the
+/// column and the value is not NULL (a row rewritten from an earlier one keeps that
+/// row's id), else its fragment's first row id plus its offset ([`Fragment::row_id`]:
+/// a row inserted by the fragment's transaction).
 pub const ROW_ID_FIELD: u32 = 2_147_483_540;
 
 /// The name of the row-id column in data files and in change feeds.
 pub const ROW_ID_COLUMN: &str = "_row_id";
 
-/// Fragments whose rows have derived ids: fragment ids below this (one 32-bit half of a
-/// row id is the fragment's id, the other the row's offset in it).
-pub const MAX_ROW_ID_FRAGMENTS: u64 = 1 << 31;
+/// The row ids of the main chain lie below this; above it, each branch has a block of
+/// [`ROW_ID_BLOCK`] ids of its own (FORMAT.md §6), so no two chains assign one id.
+pub const MAIN_ROW_IDS: u64 = 1 << 62;
 
-/// The row id of the row at `offset` of fragment `fragment_id` when its data file carries
-/// none: `fragment_id << 32 | offset`. Fragment ids are assigned at commit and never
-/// reused, and a fragment holds fewer than 2^32 rows, so these ids are unique and
-/// assigned at commit, as fragment ids are.
-pub fn derived_row_id(fragment_id: u64, offset: u64) -> i64 {
-    ((fragment_id << 32) | (offset & 0xFFFF_FFFF)) as i64
+/// The row ids of one branch's block.
+pub const ROW_ID_BLOCK: u64 = 1 << 40;
+
+/// Branches' blocks: `MAIN_ROW_IDS + k * ROW_ID_BLOCK` for `k` below this.
+pub const ROW_ID_BLOCKS: u64 = (i64::MAX as u64 - MAIN_ROW_IDS) / ROW_ID_BLOCK;
+
+/// The first id of branch block `k`.
+pub(crate) fn row_id_block_start(k: u64) -> u64 {
+    MAIN_ROW_IDS + k * ROW_ID_BLOCK
+}
+
+/// The ids a commit assigns next: fragment ids (of the chain) and row ids (of the
+/// chain's block). Both only grow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NextIds {
+    /// The id the next fragment gets.
+    pub fragment: u64,
+    /// The id the next fragment's first row gets.
+    pub row: u64,
+}
+
+impl NextIds {
+    /// The next fragment's id and first row id, for a fragment of `rows` rows; `None`
+    /// when its rows' ids would leave the chain's block (the last id of each is never
+    /// assigned, so the counter always names its block).
+    pub fn assign(&mut self, rows: u64) -> Option<(u64, u64)> {
+        let end =
+            if self.row < MAIN_ROW_IDS { MAIN_ROW_IDS - 1 } else { row_id_block_start((self.row - MAIN_ROW_IDS) / ROW_ID_BLOCK + 1) - 1 };
+        let next_row = self.row.checked_add(rows).filter(|&n| n <= end)?;
+        let assigned = (self.fragment, self.row);
+        (self.fragment, self.row) = (self.fragment + 1, next_row);
+        Some(assigned)
+    }
+
+    /// The larger of each counter (a restore keeps both growing).
+    pub fn max(self, other: NextIds) -> NextIds {
+        NextIds { fragment: self.fragment.max(other.fragment), row: self.row.max(other.row) }
+    }
 }
 
 /// Reference from a root to an immutable segment listing fragments: a file of its own,
@@ -633,6 +676,10 @@ pub struct Manifest {
     pub segments: Vec<SegmentRef>,
     /// The id the next added fragment gets.
     pub next_fragment_id: u64,
+    /// The id the next added fragment's first row gets. Absent in versions written
+    /// before row ids were counted: `next_fragment_id << 32` (above every id derived
+    /// then).
+    pub next_row_id: u64,
     /// Table properties (e.g. `isolation`).
     pub properties: BTreeMap<String, String>,
 }
@@ -651,6 +698,8 @@ struct ManifestOnDisk {
     schema: Schema,
     segments: Vec<SegmentRef>,
     next_fragment_id: u64,
+    #[serde(default)]
+    next_row_id: Option<u64>,
     properties: BTreeMap<String, String>,
 }
 
@@ -674,6 +723,11 @@ impl TryFrom<ManifestOnDisk> for Manifest {
             schema: m.schema,
             segments: m.segments,
             next_fragment_id: m.next_fragment_id,
+            next_row_id: match m.next_row_id {
+                Some(row) => row,
+                None if m.next_fragment_id < MAIN_ROW_IDS >> 32 => m.next_fragment_id << 32,
+                None => return Err("`next_fragment_id` too large for row ids derived from fragment ids"),
+            },
             properties: m.properties,
         })
     }
@@ -705,6 +759,7 @@ impl Manifest {
             schema,
             segments: vec![],
             next_fragment_id: 12,
+            next_row_id: 12 << 32,
             properties: Default::default(),
         }
     }
@@ -725,6 +780,11 @@ impl Manifest {
     /// Rows not deleted.
     pub fn live_rows(&self) -> u64 {
         self.segments.iter().map(|s| s.live_rows).sum()
+    }
+
+    /// The ids the version's next fragment gets.
+    pub fn next_ids(&self) -> NextIds {
+        NextIds { fragment: self.next_fragment_id, row: self.next_row_id }
     }
 
     /// Fragments in the version.
@@ -782,5 +842,47 @@ impl Operation {
             | Operation::SetProperties { .. }
             | Operation::Withdraw { .. } => Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Row ids come from the chain's range: the main chain's below `MAIN_ROW_IDS`, a
+    /// branch's inside its block; the last id of each is never assigned, so a counter
+    /// at the end of its range still names it.
+    #[test]
+    fn row_ids_are_assigned_inside_the_chain_range_and_never_past_it() {
+        let mut main = NextIds { fragment: 7, row: 100 };
+        assert_eq!(main.assign(10), Some((7, 100)));
+        assert_eq!(main, NextIds { fragment: 8, row: 110 });
+        let mut full = NextIds { fragment: 0, row: MAIN_ROW_IDS - 3 };
+        assert_eq!(full.assign(3), None, "the main chain's last id is never assigned");
+        assert_eq!(full.assign(2), Some((0, MAIN_ROW_IDS - 3)));
+        assert_eq!(full.assign(0), Some((1, MAIN_ROW_IDS - 1)), "a fragment of no rows takes no id");
+        let start = row_id_block_start(5);
+        let mut branch = NextIds { fragment: 3, row: start };
+        assert_eq!(branch.assign(ROW_ID_BLOCK), None, "a block's last id is never assigned");
+        assert_eq!(branch.assign(ROW_ID_BLOCK - 1), Some((3, start)));
+        assert_eq!(branch.assign(1), None, "the block is used up: the next block is another branch's");
+        assert!(row_id_block_start(ROW_ID_BLOCKS - 1) + ROW_ID_BLOCK - 1 <= i64::MAX as u64, "every id fits a signed 64-bit integer");
+    }
+
+    /// A version written before row ids were counted has no `next_row_id`: it is read as
+    /// `next_fragment_id << 32`, above every id derived from a fragment id then.
+    #[test]
+    fn a_version_without_a_row_counter_counts_from_its_fragment_ids() {
+        let mut manifest =
+            serde_json::to_value(Manifest::test_version(Utc::now(), Schema::parse("id bigint").unwrap(), vec![(Operation::Create, None)]))
+                .unwrap();
+        manifest.as_object_mut().unwrap().remove("next_row_id");
+        manifest["format_version"] = serde_json::json!(2);
+        let read: Manifest = serde_json::from_value(manifest.clone()).unwrap();
+        assert_eq!(read.next_row_id, 12 << 32);
+        manifest["next_fragment_id"] = serde_json::json!(MAIN_ROW_IDS >> 32);
+        assert!(serde_json::from_value::<Manifest>(manifest).is_err(), "ids derived from such fragment ids would leave the main range");
+        let legacy = Fragment { id: 3, files: vec![], physical_rows: 2, deletion: None, first_row_id: None };
+        assert_eq!((legacy.row_id(0), legacy.row_id(1)), (3 << 32, (3 << 32) + 1));
     }
 }

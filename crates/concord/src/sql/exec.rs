@@ -186,7 +186,7 @@ mod tests {
     use super::*;
 
     fn fragment(id: u64, rows: u64) -> Fragment {
-        Fragment { id, files: Vec::new(), physical_rows: rows, deletion: None }
+        Fragment { id, files: Vec::new(), physical_rows: rows, deletion: None, first_row_id: None }
     }
 
     #[test]

@@ -121,7 +121,7 @@ mod tests {
         let stats = vec![ColumnStats { field: 0, nulls, min: Some(min.into()), max: Some(max.into()) }];
         let files = vec![DataFile { path: format!("data/{id}.parquet"), fields: vec![0], size_bytes: 1, stats }];
         let deletion = (deleted > 0).then(|| DeletionRef { path: format!("_deletions/{id}.bin"), deleted_rows: deleted });
-        Fragment { id, files, physical_rows: rows, deletion }
+        Fragment { id, files, physical_rows: rows, deletion, first_row_id: None }
     }
 
     /// `n` (in the files), and `added` later with a default (in none of them).

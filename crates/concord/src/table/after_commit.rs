@@ -113,7 +113,7 @@ mod tests {
 
     #[test]
     fn a_bounded_plan_cuts_the_last_group_and_never_leaves_one_fragment() {
-        let f = |id| Fragment { id, files: Vec::new(), physical_rows: 1, deletion: None };
+        let f = |id| Fragment { id, files: Vec::new(), physical_rows: 1, deletion: None, first_row_id: None };
         let groups = vec![vec![f(0), f(1), f(2)], vec![f(3), f(4), f(5)], vec![f(6), f(7)]];
         let sizes = |g: Vec<Vec<Fragment>>| g.iter().map(Vec::len).collect::<Vec<_>>();
         assert_eq!(sizes(bounded(groups.clone(), 5)), [3, 2]);

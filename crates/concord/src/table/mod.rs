@@ -94,6 +94,7 @@ impl Table {
             schema,
             segments: Vec::new(),
             next_fragment_id: 0,
+            next_row_id: 0,
             properties: all,
         };
         if crate::txn::settle::create_table(&store, &manifest).await? {

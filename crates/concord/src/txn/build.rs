@@ -43,7 +43,7 @@ impl Building {
 
     /// Adds a transaction (its `record`, with its idempotency `key`) that makes `next`.
     pub(crate) fn push(&mut self, record: TransactionRecord, key: Option<String>, next: NextState) {
-        let added = self.state.next_fragment_id..next.next_fragment_id;
+        let added = self.state.next_fragment_id..next.next.fragment;
         self.earlier.push(Earlier { id: record.id, operation: record.operation.clone(), added, key });
         self.records.push(record);
         self.state = Arc::new(Manifest {
@@ -55,7 +55,8 @@ impl Building {
             transactions: self.base.transactions.clone(),
             schema: next.schema,
             segments: next.segments,
-            next_fragment_id: next.next_fragment_id,
+            next_fragment_id: next.next.fragment,
+            next_row_id: next.next.row,
             properties: next.properties,
         });
     }

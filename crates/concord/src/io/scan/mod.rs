@@ -26,7 +26,7 @@ use parquet::file::metadata::ParquetMetaData;
 use roaring::RoaringBitmap;
 
 use crate::error::{CorruptObject, PredicateError, ScanError};
-use crate::format::manifest::{derived_row_id, Fragment, ROW_ID_COLUMN, ROW_ID_FIELD};
+use crate::format::manifest::{Fragment, ROW_ID_COLUMN, ROW_ID_FIELD};
 use crate::format::schema::Field;
 use crate::io::deletion;
 use crate::io::parquet::file_reader::DataFileReader;
@@ -355,7 +355,7 @@ async fn open_fragment(
     }
     let stream = Guarded::new(builder.build().map_err(|e| corrupt(&e))?);
     let (output, fields) = (plan.output.clone(), plan.fields.clone());
-    let ids = plan.row_ids.then(|| (fragment.id, plan.schema()));
+    let ids = plan.row_ids.then(|| (fragment.first_row_id(), plan.schema()));
     let sql = plan.predicate.as_ref().map(|p| p.sql.clone()).unwrap_or_default();
     Ok(stream
         .map(move |batch| {
@@ -364,8 +364,8 @@ async fn open_fragment(
                 None => corrupt(&e),
             })?;
             let mut rows = to_table_columns(&batch, &file_schema, &file_fields, &fields, &output).map_err(|e| corrupt(&e))?;
-            if let Some((fragment_id, schema)) = &ids {
-                rows = with_row_ids(&rows, &batch, &file_schema, &file_fields, *fragment_id, schema).map_err(|e| corrupt(&e))?;
+            if let Some((first_row_id, schema)) = &ids {
+                rows = with_row_ids(&rows, &batch, &file_schema, &file_fields, *first_row_id, schema).map_err(|e| corrupt(&e))?;
             }
             match plan.predicate.as_ref().filter(|_| eager) {
                 None => Ok(rows),
@@ -443,13 +443,13 @@ async fn skipped_rows(
 }
 
 /// `rows` (read from `batch`) with each row's id last: the file's row-id value where
-/// it has one, else the id derived from the fragment and the row's offset.
+/// it has one, else the fragment's first row id plus the row's offset.
 fn with_row_ids(
     rows: &RecordBatch,
     batch: &RecordBatch,
     file_schema: &SchemaRef,
     file_fields: &[u32],
-    fragment_id: u64,
+    first_row_id: u64,
     schema: &SchemaRef,
 ) -> Result<RecordBatch, arrow::error::ArrowError> {
     use arrow::array::{Array, AsArray, Int64Array};
@@ -465,7 +465,7 @@ fn with_row_ids(
     let ids: Int64Array = (0..batch.num_rows())
         .map(|i| match &explicit {
             Some(column) if column.is_valid(i) => column.value(i),
-            _ => derived_row_id(fragment_id, numbers.value(i) as u64),
+            _ => (first_row_id + numbers.value(i) as u64) as i64,
         })
         .collect();
     let mut columns = rows.columns().to_vec();

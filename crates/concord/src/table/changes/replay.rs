@@ -14,7 +14,7 @@ use std::sync::Arc;
 use roaring::RoaringBitmap;
 
 use crate::error::{ChangesError, CorruptObject};
-use crate::format::manifest::{Fragment, FragmentDeletion, Manifest, NewFragment, Operation};
+use crate::format::manifest::{Fragment, FragmentDeletion, Manifest, NewFragment, NextIds, Operation};
 use crate::io::deletion;
 use crate::storage::TableStore;
 
@@ -56,8 +56,8 @@ pub(super) struct Replay {
     changed: BTreeMap<u64, Option<Live>>,
     /// Whether `changed` holds every fragment (after an overwrite or a restore).
     complete: bool,
-    /// The id the next fragment added takes.
-    next_id: u64,
+    /// The ids the next fragment added takes.
+    next: NextIds,
     /// Fragments the current version touched.
     touched: Vec<u64>,
 }
@@ -65,29 +65,29 @@ pub(super) struct Replay {
 impl Replay {
     /// The fragments of `base`.
     pub(super) fn new(store: Arc<TableStore>, base: Arc<Manifest>) -> Self {
-        let next_id = base.next_fragment_id;
-        Replay { store, base, changed: BTreeMap::new(), complete: false, next_id, touched: Vec::new() }
+        let next = base.next_ids();
+        Replay { store, base, changed: BTreeMap::new(), complete: false, next, touched: Vec::new() }
     }
 
     /// The rows `transaction` (`operation`) of the current version removed and added.
     pub(super) async fn apply(&mut self, operation: &Operation) -> Result<TxnRows, ChangesError> {
         let mut rows = TxnRows::default();
         match operation {
-            Operation::Append { fragments } => self.add(fragments, &mut rows),
+            Operation::Append { fragments } => self.add(fragments, &mut rows)?,
             Operation::Overwrite { fragments } => {
                 for live in self.all().await? {
                     rows.removed.push((live.fragment.clone(), live.rows()));
                 }
                 self.changed = BTreeMap::new();
                 self.complete = true;
-                self.add(fragments, &mut rows);
+                self.add(fragments, &mut rows)?;
             }
             Operation::Delete { deletions, .. } => self.delete(deletions, &mut rows).await?,
             Operation::ReplaceWhere { deletions, fragments, .. }
             | Operation::Update { deletions, fragments, .. }
             | Operation::Merge { deletions, fragments, .. } => {
                 self.delete(deletions, &mut rows).await?;
-                self.add(fragments, &mut rows);
+                self.add(fragments, &mut rows)?;
             }
             // Rows move, keeping their ids: no change.
             Operation::Compact { groups, .. } => {
@@ -95,7 +95,7 @@ impl Replay {
                     for input in &group.inputs {
                         self.set(input.fragment_id, None);
                     }
-                    self.add(&group.outputs, &mut TxnRows::default());
+                    self.add(&group.outputs, &mut TxnRows::default())?;
                 }
             }
             Operation::Restore { version } => self.restore(*version, &mut rows).await?,
@@ -113,13 +113,17 @@ impl Replay {
     /// Checks the fragments the version just replayed touched against its manifest.
     pub(super) async fn verify(&mut self, version: &Manifest) -> Result<(), ChangesError> {
         let touched = std::mem::take(&mut self.touched);
-        let next_ok = version.next_fragment_id == self.next_id;
+        let next_ok = version.next_ids() == self.next;
         for id in touched {
             let ours = self.changed.get(&id).cloned().flatten();
             let theirs = find(&self.store, version, id).await?;
             let agree = match (&ours, &theirs) {
                 (None, None) => true,
-                (Some(o), Some(t)) => o.fragment.files == t.files && o.deleted.len() == t.deletion.as_ref().map_or(0, |d| d.deleted_rows),
+                (Some(o), Some(t)) => {
+                    o.fragment.files == t.files
+                        && o.fragment.first_row_id() == t.first_row_id()
+                        && o.deleted.len() == t.deletion.as_ref().map_or(0, |d| d.deleted_rows)
+                }
                 _ => false,
             };
             if !agree || !next_ok {
@@ -134,14 +138,20 @@ impl Replay {
         Ok(())
     }
 
-    fn add(&mut self, fragments: &[NewFragment], rows: &mut TxnRows) {
+    /// Adds `fragments` as a commit does: ids assigned in order.
+    fn add(&mut self, fragments: &[NewFragment], rows: &mut TxnRows) -> Result<(), ChangesError> {
         for new in fragments {
-            let fragment = Fragment { id: self.next_id, files: new.files.clone(), physical_rows: new.rows, deletion: None };
-            self.next_id += 1;
+            let Some((id, first_row_id)) = self.next.assign(new.rows) else {
+                let reason = format!("its fragments' row ids pass the end of the range at {}", self.next.row);
+                return Err(CorruptObject { path: "a version of the range".into(), reason }.into());
+            };
+            let fragment =
+                Fragment { id, files: new.files.clone(), physical_rows: new.rows, deletion: None, first_row_id: Some(first_row_id) };
             let live = Live { fragment, deleted: Arc::new(RoaringBitmap::new()) };
             rows.added.push((live.fragment.clone(), live.rows()));
             self.set(live.fragment.id, Some(live));
         }
+        Ok(())
     }
 
     /// Applies `deletions` as a commit does: each fragment's rows deleted are its
@@ -188,7 +198,7 @@ impl Replay {
         self.touched.extend(before.keys().chain(after.keys()));
         self.changed = after.into_iter().map(|(id, live)| (id, Some(live))).collect();
         self.complete = true;
-        self.next_id = self.next_id.max(target.next_fragment_id);
+        self.next = self.next.max(target.next_ids());
         Ok(())
     }
 

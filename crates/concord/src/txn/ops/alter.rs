@@ -14,7 +14,7 @@ pub(super) fn apply(base: &Manifest, operation: &Operation) -> NextState {
     NextState {
         schema: schema_after(&base.schema, operation),
         properties: properties_after(base, operation),
-        ..NextState::with_segments(base, base.segments.clone(), base.next_fragment_id)
+        ..NextState::with_segments(base, base.segments.clone(), base.next_ids())
     }
 }
 

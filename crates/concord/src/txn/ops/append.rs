@@ -8,6 +8,6 @@ use crate::format::manifest::{Manifest, NewFragment};
 
 /// `base` with `fragments` added.
 pub(super) async fn apply(cx: &Cx<'_>, base: &Manifest, fragments: &[NewFragment]) -> Result<NextState, CommitError> {
-    let (segments, next_fragment_id) = add_fragments(cx.store, cx.env, base.segments.clone(), base.next_fragment_id, fragments).await?;
-    Ok(NextState::with_segments(base, segments, next_fragment_id))
+    let (segments, next) = add_fragments(cx.store, cx.env, base.segments.clone(), base.next_ids(), fragments).await?;
+    Ok(NextState::with_segments(base, segments, next))
 }

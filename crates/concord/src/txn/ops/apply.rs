@@ -3,33 +3,30 @@
 
 use crate::env::Env;
 use crate::error::CommitError;
-use crate::format::manifest::{Fragment, NewFragment, Segment, SegmentRef};
+use crate::format::manifest::{Fragment, NewFragment, NextIds, Segment, SegmentRef};
 use crate::format::segments;
 use crate::storage::TableStore;
 
-/// Appends `new` (ids assigned from `next_fragment_id`) to `segments`, then merges.
+/// Appends `new` (ids assigned from `next`) to `segments`, then merges.
 pub(crate) async fn add_fragments(
     store: &TableStore,
     env: &Env,
     mut segments: Vec<SegmentRef>,
-    mut next_fragment_id: u64,
+    mut next: NextIds,
     new: &[NewFragment],
-) -> Result<(Vec<SegmentRef>, u64), CommitError> {
+) -> Result<(Vec<SegmentRef>, NextIds), CommitError> {
     if new.is_empty() {
-        return Ok((segments, next_fragment_id));
+        return Ok((segments, next));
     }
-    let fragments = new
-        .iter()
-        .map(|f| {
-            let id = next_fragment_id;
-            next_fragment_id += 1;
-            Fragment { id, files: f.files.clone(), physical_rows: f.rows, deletion: None }
-        })
-        .collect();
+    let mut fragments = Vec::with_capacity(new.len());
+    for f in new {
+        let (id, first_row_id) = next.assign(f.rows).ok_or(CommitError::RowIdsExhausted { next_row_id: next.row, rows: f.rows })?;
+        fragments.push(Fragment { id, files: f.files.clone(), physical_rows: f.rows, deletion: None, first_row_id: Some(first_row_id) });
+    }
     let level = segments::level_for(new.len());
     segments.push(store.write_segment(env, level, Segment { fragments }).await?);
     merge_trailing(store, env, &mut segments).await?;
-    Ok((segments, next_fragment_id))
+    Ok((segments, next))
 }
 
 async fn merge_trailing(store: &TableStore, env: &Env, segments: &mut Vec<SegmentRef>) -> Result<(), CommitError> {

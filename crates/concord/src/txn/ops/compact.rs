@@ -153,8 +153,8 @@ pub(super) async fn apply(store: &TableStore, env: &Env, base: &Manifest, groups
         }
     }
     let outputs: Vec<_> = groups.iter().flat_map(|g| g.outputs.iter().cloned()).collect();
-    let (segments, next_fragment_id) = add_fragments(store, env, segments, base.next_fragment_id, &outputs).await?;
-    Ok(NextState::with_segments(base, segments, next_fragment_id))
+    let (segments, next) = add_fragments(store, env, segments, base.next_ids(), &outputs).await?;
+    Ok(NextState::with_segments(base, segments, next))
 }
 
 #[cfg(test)]
@@ -164,7 +164,7 @@ mod tests {
 
     fn fragment(id: u64, rows: u64, deleted: u64) -> Fragment {
         let deletion = (deleted > 0).then(|| DeletionRef { path: format!("_deletions/{id}.bin"), deleted_rows: deleted });
-        Fragment { id, files: vec![], physical_rows: rows, deletion }
+        Fragment { id, files: vec![], physical_rows: rows, deletion, first_row_id: None }
     }
 
     fn ids(groups: &[Vec<Fragment>]) -> Vec<Vec<u64>> {

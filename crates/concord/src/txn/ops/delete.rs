@@ -42,8 +42,8 @@ impl DeletionState {
         fragments: &[NewFragment],
     ) -> Result<NextState, CommitError> {
         let (deleted, rows_deleted) = apply(cx.store, cx.env, base, deletions, &mut self.memo).await?;
-        let (segments, next_fragment_id) = add_fragments(cx.store, cx.env, deleted, base.next_fragment_id, fragments).await?;
-        Ok(NextState { rows_deleted, ..NextState::with_segments(base, segments, next_fragment_id) })
+        let (segments, next) = add_fragments(cx.store, cx.env, deleted, base.next_ids(), fragments).await?;
+        Ok(NextState { rows_deleted, ..NextState::with_segments(base, segments, next) })
     }
 
     /// The deletions were replaced wholesale (a re-run over everything): memoized

@@ -205,7 +205,7 @@ async fn source_keys(
     let plan = Arc::new(ScanPlan::all(schema));
     let mut batches = Vec::new();
     for new in source {
-        let fragment = Fragment { id: 0, files: new.files.clone(), physical_rows: new.rows, deletion: None };
+        let fragment = Fragment { id: 0, files: new.files.clone(), physical_rows: new.rows, deletion: None, first_row_id: None };
         batches.extend(scan::read_fragment(store, &fragment, plan.clone()).await.map_err(super::delete::scan_to_commit(version))?);
     }
     let keys = KeySet::from_rows(schema, fields, &batches, Duplicates::KeepFirst).expect("duplicates are kept, not refused");
@@ -341,7 +341,7 @@ async fn without_keys(
     let plan = Arc::new(ScanPlan::all(schema));
     let mut kept = Vec::new();
     for new in &inserted {
-        let fragment = Fragment { id: 0, files: new.files.clone(), physical_rows: new.rows, deletion: None };
+        let fragment = Fragment { id: 0, files: new.files.clone(), physical_rows: new.rows, deletion: None, first_row_id: None };
         for batch in scan::read_fragment(store, &fragment, plan.clone()).await? {
             let keep: BooleanArray =
                 source.keys.locate(&batch).map_err(WriteError::encode)?.iter().map(|(k, _)| Some(!keys.contains(k))).collect();

@@ -22,7 +22,7 @@ use self::delete::DeletionState;
 use super::conflict::RerunScope;
 use crate::env::Env;
 use crate::error::CommitError;
-use crate::format::manifest::{Manifest, Operation, SegmentRef};
+use crate::format::manifest::{Manifest, NextIds, Operation, SegmentRef};
 use crate::format::schema::Schema;
 use crate::storage::TableStore;
 
@@ -39,7 +39,7 @@ pub(crate) struct Cx<'a> {
 pub(crate) struct NextState {
     pub schema: Schema,
     pub segments: Vec<SegmentRef>,
-    pub next_fragment_id: u64,
+    pub next: NextIds,
     pub properties: std::collections::BTreeMap<String, String>,
     /// Rows this version removes (deleted, or replaced by an overwrite).
     pub rows_deleted: u64,
@@ -48,12 +48,12 @@ pub(crate) struct NextState {
 impl NextState {
     /// `base`'s state, unchanged (a transaction that changes no data: a withdrawal).
     pub(crate) fn unchanged(base: &Manifest) -> Self {
-        NextState::with_segments(base, base.segments.clone(), base.next_fragment_id)
+        NextState::with_segments(base, base.segments.clone(), base.next_ids())
     }
 
-    /// `base`'s state with new `segments` and `next_fragment_id`, removing no row.
-    pub(crate) fn with_segments(base: &Manifest, segments: Vec<SegmentRef>, next_fragment_id: u64) -> Self {
-        NextState { schema: base.schema.clone(), segments, next_fragment_id, properties: base.properties.clone(), rows_deleted: 0 }
+    /// `base`'s state with new `segments` and ids to assign next, removing no row.
+    pub(crate) fn with_segments(base: &Manifest, segments: Vec<SegmentRef>, next: NextIds) -> Self {
+        NextState { schema: base.schema.clone(), segments, next, properties: base.properties.clone(), rows_deleted: 0 }
     }
 }
 

@@ -11,6 +11,6 @@ use crate::format::manifest::{Manifest, NewFragment};
 /// `base` with every row replaced by `fragments`. (An overwrite `--where` applies as a
 /// delete and an append: `delete::DeletionState`.)
 pub(super) async fn apply(cx: &Cx<'_>, base: &Manifest, fragments: &[NewFragment]) -> Result<NextState, CommitError> {
-    let (segments, next_fragment_id) = add_fragments(cx.store, cx.env, Vec::new(), base.next_fragment_id, fragments).await?;
-    Ok(NextState { rows_deleted: base.live_rows(), ..NextState::with_segments(base, segments, next_fragment_id) })
+    let (segments, next) = add_fragments(cx.store, cx.env, Vec::new(), base.next_ids(), fragments).await?;
+    Ok(NextState { rows_deleted: base.live_rows(), ..NextState::with_segments(base, segments, next) })
 }

@@ -13,7 +13,7 @@ pub(super) async fn apply(cx: &Cx<'_>, base: &Manifest, version: u64) -> Result<
     Ok(NextState {
         schema,
         segments: target.segments.clone(),
-        next_fragment_id: base.next_fragment_id.max(target.next_fragment_id),
+        next: base.next_ids().max(target.next_ids()),
         properties: base.properties.clone(),
         rows_deleted: 0,
     })
