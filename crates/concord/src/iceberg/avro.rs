@@ -1,4 +1,4 @@
-//! Iceberg's Avro files (v2): manifests and manifest lists, written with `apache-avro`
+//! Iceberg's Avro files (v3): manifests and manifest lists, written with `apache-avro`
 //! (0.21: 0.22 drops the `logicalType` of the int-keyed maps when it parses a schema).
 //! Schemas and file metadata as the Iceberg spec's appendix and its Java writer give
 //! them: every field carries its `field-id`, which readers project by.
@@ -23,6 +23,19 @@ pub(crate) struct Entry {
     pub upper_bounds: Vec<(i32, Vec<u8>)>,
     /// A position delete file's one data file.
     pub referenced_data_file: Option<String>,
+    /// Data and file sequence numbers (both explicit: every entry is EXISTING).
+    pub seqs: Seqs,
+    /// A data file's `first_row_id` (its fragment's id << 32); `None` for delete files.
+    pub first_row_id: Option<i64>,
+}
+
+/// A file's data and file sequence numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Seqs {
+    /// The version that last wrote every row of the file (0: not known).
+    pub data: i64,
+    /// The version that added the file (0: not known).
+    pub file: i64,
 }
 
 /// One row of a manifest list.
@@ -35,11 +48,28 @@ pub(crate) struct ManifestFile {
     pub added_snapshot_id: i64,
     pub files: i32,
     pub rows: i64,
+    /// The version that added it, and the least data sequence number of its entries.
+    pub sequence_number: i64,
+    pub min_sequence_number: i64,
+    /// A data manifest's `first_row_id`: the least of its entries' (each entry carries
+    /// its own, so nothing is inherited from it); `None` for a delete manifest.
+    pub first_row_id: Option<i64>,
 }
 
 impl ManifestFile {
-    pub(crate) fn new(manifest_path: String, manifest_length: i64, content: i32, added_snapshot_id: i64, files: usize, rows: i64) -> Self {
-        ManifestFile { manifest_path, manifest_length, content, added_snapshot_id, files: files as i32, rows }
+    /// The row of a manifest of `entries` added by `snapshot_id` (its version).
+    pub(crate) fn new(manifest_path: String, manifest_length: i64, content: i32, snapshot_id: i64, entries: &[Entry]) -> Self {
+        ManifestFile {
+            manifest_path,
+            manifest_length,
+            content,
+            added_snapshot_id: snapshot_id,
+            files: entries.len() as i32,
+            rows: entries.iter().map(|e| e.record_count).sum(),
+            sequence_number: snapshot_id,
+            min_sequence_number: entries.iter().map(|e| e.seqs.data).min().unwrap_or(snapshot_id),
+            first_row_id: if content == 0 { Some(entries.iter().filter_map(|e| e.first_row_id).min().unwrap_or(0)) } else { None },
+        }
     }
 }
 
@@ -63,7 +93,8 @@ const MANIFEST_LIST_SCHEMA: &str = r#"{"type":"record","name":"manifest_file","f
    {"name":"lower_bound","type":["null","bytes"],"default":null,"field-id":510},
    {"name":"upper_bound","type":["null","bytes"],"default":null,"field-id":511}]}}],
   "default":null,"field-id":507},
- {"name":"key_metadata","type":["null","bytes"],"default":null,"field-id":519}]}"#;
+ {"name":"key_metadata","type":["null","bytes"],"default":null,"field-id":519},
+ {"name":"first_row_id","type":["null","long"],"default":null,"field-id":520}]}"#;
 
 fn int_map(name: &str, field: i32, key: i32, value: i32, value_type: &str) -> String {
     format!(
@@ -94,6 +125,7 @@ fn manifest_schema() -> String {
   {{"name":"split_offsets","type":["null",{{"type":"array","items":"long","element-id":133}}],"default":null,"field-id":132}},
   {{"name":"equality_ids","type":["null",{{"type":"array","items":"int","element-id":136}}],"default":null,"field-id":135}},
   {{"name":"sort_order_id","type":["null","int"],"default":null,"field-id":140}},
+  {{"name":"first_row_id","type":["null","long"],"default":null,"field-id":142}},
   {{"name":"referenced_data_file","type":["null","string"],"default":null,"field-id":143}}]}}}}]}}"#,
         value_counts = int_map("value_counts", 109, 119, 120, "long"),
         null_value_counts = int_map("null_value_counts", 110, 121, 122, "long"),
@@ -128,10 +160,9 @@ fn bounds(pairs: &[(i32, Vec<u8>)]) -> Value {
     }))
 }
 
-/// A manifest (`content`: "data" or "deletes") of `entries`, all EXISTING with data and
-/// file sequence number 0: a manifest's bytes depend on its files only, so any
-/// publisher writes the same object, and a position delete (also 0) applies to its
-/// data file (data sequence number <= the delete's).
+/// A manifest (`content`: "data" or "deletes") of `entries`, all EXISTING with explicit
+/// sequence numbers and first row ids (nothing inherited from the manifest list), so a
+/// manifest's bytes depend on its files only and any publisher writes the same object.
 pub(crate) fn manifest(entries: &[Entry], content: &str, schema_json: &str) -> Result<Vec<u8>, apache_avro::Error> {
     let schema = AvroSchema::parse_str(&manifest_schema())?;
     let mut writer = Writer::new(&schema, Vec::new());
@@ -139,7 +170,7 @@ pub(crate) fn manifest(entries: &[Entry], content: &str, schema_json: &str) -> R
     writer.add_user_metadata("schema-id".into(), "0")?;
     writer.add_user_metadata("partition-spec".into(), "[]")?;
     writer.add_user_metadata("partition-spec-id".into(), "0")?;
-    writer.add_user_metadata("format-version".into(), "2")?;
+    writer.add_user_metadata("format-version".into(), "3")?;
     writer.add_user_metadata("content".into(), content)?;
     for e in entries {
         let data_file = Value::Record(vec![
@@ -157,13 +188,14 @@ pub(crate) fn manifest(entries: &[Entry], content: &str, schema_json: &str) -> R
             ("split_offsets".into(), optional(None)),
             ("equality_ids".into(), optional(None)),
             ("sort_order_id".into(), optional(None)),
+            ("first_row_id".into(), optional(e.first_row_id.map(Value::Long))),
             ("referenced_data_file".into(), optional(e.referenced_data_file.clone().map(Value::String))),
         ]);
         writer.append(Value::Record(vec![
             ("status".into(), Value::Int(0)),
             ("snapshot_id".into(), optional(None)),
-            ("sequence_number".into(), optional(Some(Value::Long(0)))),
-            ("file_sequence_number".into(), optional(Some(Value::Long(0)))),
+            ("sequence_number".into(), optional(Some(Value::Long(e.seqs.data)))),
+            ("file_sequence_number".into(), optional(Some(Value::Long(e.seqs.file)))),
             ("data_file".into(), data_file),
         ]))?;
     }
@@ -182,15 +214,15 @@ pub(crate) fn manifest_list(
     writer.add_user_metadata("snapshot-id".into(), snapshot_id.to_string())?;
     writer.add_user_metadata("parent-snapshot-id".into(), parent.map_or_else(|| "null".to_string(), |p| p.to_string()))?;
     writer.add_user_metadata("sequence-number".into(), sequence.to_string())?;
-    writer.add_user_metadata("format-version".into(), "2")?;
+    writer.add_user_metadata("format-version".into(), "3")?;
     for m in manifests {
         writer.append(Value::Record(vec![
             ("manifest_path".into(), Value::String(m.manifest_path.clone())),
             ("manifest_length".into(), Value::Long(m.manifest_length)),
             ("partition_spec_id".into(), Value::Int(0)),
             ("content".into(), Value::Int(m.content)),
-            ("sequence_number".into(), Value::Long(0)),
-            ("min_sequence_number".into(), Value::Long(0)),
+            ("sequence_number".into(), Value::Long(m.sequence_number)),
+            ("min_sequence_number".into(), Value::Long(m.min_sequence_number)),
             ("added_snapshot_id".into(), Value::Long(m.added_snapshot_id)),
             ("added_files_count".into(), Value::Int(0)),
             ("existing_files_count".into(), Value::Int(m.files)),
@@ -200,9 +232,26 @@ pub(crate) fn manifest_list(
             ("deleted_rows_count".into(), Value::Long(0)),
             ("partitions".into(), optional(Some(Value::Array(vec![])))),
             ("key_metadata".into(), optional(None)),
+            ("first_row_id".into(), optional(m.first_row_id.map(Value::Long))),
         ]))?;
     }
     writer.into_inner()
+}
+
+/// A record's field `name`, unwrapping a union.
+fn field<'a>(fields: &'a [(String, Value)], name: &str) -> Option<&'a Value> {
+    match fields.iter().find(|(n, _)| n == name).map(|(_, v)| v)? {
+        Value::Union(_, v) => Some(v),
+        v => Some(v),
+    }
+}
+
+fn long(fields: &[(String, Value)], name: &str) -> Option<i64> {
+    match field(fields, name)? {
+        Value::Long(v) => Some(*v),
+        Value::Int(v) => Some(i64::from(*v)),
+        _ => None,
+    }
 }
 
 /// The rows of a manifest list written by [`manifest_list`].
@@ -210,21 +259,78 @@ pub(crate) fn read_manifest_list(bytes: &[u8]) -> Result<Vec<ManifestFile>, apac
     let mut rows = Vec::new();
     for value in apache_avro::Reader::new(bytes)? {
         let Value::Record(fields) = value? else { continue };
-        let field = |name: &str| fields.iter().find(|(n, _)| n == name).map(|(_, v)| v);
-        let long = |name: &str| match field(name) {
-            Some(Value::Long(v)) => *v,
-            Some(Value::Int(v)) => i64::from(*v),
-            _ => 0,
-        };
-        let Some(Value::String(manifest_path)) = field("manifest_path") else { continue };
+        let Some(Value::String(manifest_path)) = field(&fields, "manifest_path") else { continue };
+        let n = |name: &str| long(&fields, name).unwrap_or(0);
         rows.push(ManifestFile {
             manifest_path: manifest_path.clone(),
-            manifest_length: long("manifest_length"),
-            content: long("content") as i32,
-            added_snapshot_id: long("added_snapshot_id"),
-            files: long("existing_files_count") as i32,
-            rows: long("existing_rows_count"),
+            manifest_length: n("manifest_length"),
+            content: n("content") as i32,
+            added_snapshot_id: n("added_snapshot_id"),
+            files: n("existing_files_count") as i32,
+            rows: n("existing_rows_count"),
+            sequence_number: n("sequence_number"),
+            min_sequence_number: n("min_sequence_number"),
+            first_row_id: long(&fields, "first_row_id"),
         });
     }
     Ok(rows)
+}
+
+/// The (first row id, sequence numbers) of the data files of a manifest written by
+/// [`manifest`]: what a publisher carries to the manifests it rebuilds.
+pub(crate) fn read_data_entries(bytes: &[u8]) -> Result<Vec<(i64, Seqs)>, apache_avro::Error> {
+    let mut entries = Vec::new();
+    for value in apache_avro::Reader::new(bytes)? {
+        let Value::Record(fields) = value? else { continue };
+        let Some(Value::Record(file)) = field(&fields, "data_file") else { continue };
+        if let (Some(0), Some(first_row_id)) = (long(file, "content"), long(file, "first_row_id")) {
+            let seqs =
+                Seqs { data: long(&fields, "sequence_number").unwrap_or(0), file: long(&fields, "file_sequence_number").unwrap_or(0) };
+            entries.push((first_row_id, seqs));
+        }
+    }
+    Ok(entries)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(first_row_id: Option<i64>, data: i64, file: i64) -> Entry {
+        Entry {
+            content: if first_row_id.is_some() { 0 } else { 1 },
+            file_path: "file:///t/data/a.parquet".into(),
+            record_count: 3,
+            file_size_in_bytes: 100,
+            value_counts: Vec::new(),
+            null_value_counts: Vec::new(),
+            lower_bounds: Vec::new(),
+            upper_bounds: Vec::new(),
+            referenced_data_file: None,
+            seqs: Seqs { data, file },
+            first_row_id,
+        }
+    }
+
+    /// A rebuilt manifest repeats the sequence numbers its files had: they read back by
+    /// fragment (first row id >> 32), and the list row keeps the least first row id.
+    #[test]
+    fn lineage_reads_back_from_manifests_and_lists() {
+        let schema = r#"{"type":"struct","schema-id":0,"fields":[]}"#;
+        let entries = [entry(Some(7 << 32), 4, 4), entry(Some(9 << 32), 0, 6)];
+        let bytes = manifest(&entries, "data", schema).unwrap();
+        let read = read_data_entries(&bytes).unwrap();
+        assert_eq!(read, vec![(7 << 32, Seqs { data: 4, file: 4 }), (9 << 32, Seqs { data: 0, file: 6 })]);
+        let deletes = manifest(&[entry(None, 4, 0)], "deletes", schema).unwrap();
+        assert!(read_data_entries(&deletes).unwrap().is_empty(), "delete files carry no row ids");
+
+        let rows = [ManifestFile::new("m".into(), 10, 0, 6, &entries), ManifestFile::new("d".into(), 5, 1, 6, &[entry(None, 4, 0)])];
+        assert_eq!((rows[0].first_row_id, rows[0].min_sequence_number, rows[0].rows), (Some(7 << 32), 0, 6));
+        assert_eq!((rows[1].first_row_id, rows[1].min_sequence_number), (None, 4));
+        let back = read_manifest_list(&manifest_list(&rows, 6, Some(5), 6).unwrap()).unwrap();
+        assert_eq!(
+            back.iter().map(|m| (m.first_row_id, m.sequence_number, m.min_sequence_number)).collect::<Vec<_>>(),
+            vec![(Some(7 << 32), 6, 0), (None, 6, 4)]
+        );
+    }
 }

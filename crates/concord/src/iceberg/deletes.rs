@@ -1,4 +1,4 @@
-//! A fragment's deletion vector as an Iceberg v2 position delete file: one Parquet file
+//! A fragment's deletion vector as an Iceberg position delete file: one Parquet file
 //! per deletion vector (so one data file each, as every reader handles), `file_path`
 //! then `pos` (DuckDB reads them by position), sorted by position.
 
@@ -8,7 +8,7 @@ use arrow::array::{Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
 use parquet::arrow::ArrowWriter;
 
-use super::avro::Entry;
+use super::avro::{Entry, Seqs};
 use super::{put, uri, PublishError, DIR};
 use crate::format::schema::PARQUET_FIELD_ID_KEY;
 use crate::storage::TableStore;
@@ -25,7 +25,7 @@ pub(crate) fn file_name(deletion: &str) -> String {
 
 /// Writes (if absent) the position delete file of the deletion vector `deletion` of the
 /// data file at `data_uri`; returns its manifest entry.
-pub(super) async fn publish(store: &TableStore, deletion: &str, data_uri: &str) -> Result<Entry, PublishError> {
+pub(super) async fn publish(store: &TableStore, deletion: &str, data_uri: &str, seqs: Seqs) -> Result<Entry, PublishError> {
     let rows = crate::io::deletion::read(store, deletion).await?;
     let name = file_name(deletion);
     let field = |name: &str, t: DataType, id: i32| {
@@ -56,5 +56,7 @@ pub(super) async fn publish(store: &TableStore, deletion: &str, data_uri: &str) 
         lower_bounds: vec![(FILE_PATH_ID, path_bound.clone())],
         upper_bounds: vec![(FILE_PATH_ID, path_bound)],
         referenced_data_file: Some(data_uri.to_string()),
+        seqs,
+        first_row_id: None,
     })
 }

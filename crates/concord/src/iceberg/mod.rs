@@ -1,6 +1,7 @@
-//! Each committed version published as an Apache Iceberg table (v2; v3 once a column
-//! has a default) over the same Parquet files, so that any Iceberg reader (DuckDB,
-//! pyiceberg, polars, Spark) reads every version natively (FORMAT.md §16).
+//! Each committed version published as an Apache Iceberg v3 table over the same Parquet
+//! files, with Concord's row ids as its row lineage ([`lineage`]), so that any Iceberg
+//! reader (DuckDB, pyiceberg, polars, Spark) reads every version natively (FORMAT.md
+//! §16).
 //!
 //! Invariants: the metadata of version N is a pure function of versions <= N (every
 //! object's content and size, so two publishers write the same ones, each created if
@@ -12,6 +13,7 @@
 mod avro;
 mod bounds;
 mod deletes;
+mod lineage;
 mod schema;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -20,7 +22,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::error::{ErrorKind, OpenError, StorageError};
-use crate::format::manifest::{Fragment, Manifest, OperationKind, SegmentRef, PROPERTY_ICEBERG_PUBLISH};
+use crate::format::manifest::{derived_row_id, Fragment, Manifest, Operation, OperationKind, SegmentRef, PROPERTY_ICEBERG_PUBLISH};
 use crate::format::schema::Field;
 use crate::storage::TableStore;
 
@@ -42,7 +44,7 @@ pub enum PublishError {
     /// A request failed.
     #[error(transparent)]
     Storage(#[from] StorageError),
-    /// The version holds something Iceberg v2 cannot say exactly; nothing of it is
+    /// The version holds something Iceberg cannot say exactly; nothing of it is
     /// published (a reader would see other values than Concord's).
     #[error("version {version} cannot be published as Iceberg: column '{column}' ({column_type}): {reason}")]
     Unsupported {
@@ -235,10 +237,10 @@ fn manifest_names(segment: &SegmentRef, widened: &str) -> (String, String) {
                     deletes.update(format!("{} {}\n", f.id, d.path));
                 }
             }
-            return (format!("{DIR}/m-i{}{types}.avro", hex(data)), format!("{DIR}/d-i{}.avro", hex(deletes)));
+            return (format!("{DIR}/ml-i{}{types}.avro", hex(data)), format!("{DIR}/dl-i{}.avro", hex(deletes)));
         }
     };
-    (format!("{DIR}/m-{key}{types}.avro"), format!("{DIR}/d-{key}.avro"))
+    (format!("{DIR}/ml-{key}{types}.avro"), format!("{DIR}/dl-{key}.avro"))
 }
 
 /// The objects of `_iceberg/` that version `manifest` may reference but its deletion
@@ -260,7 +262,7 @@ pub(crate) use deletes::file_name as delete_file_name;
 async fn segment_manifests(
     store: &TableStore,
     segment: &SegmentRef,
-    version: &VersionSchema<'_>,
+    version: &mut VersionSchema<'_>,
     reuse: &HashMap<&str, &avro::ManifestFile>,
     snapshot_id: i64,
     manifests: &mut Vec<avro::ManifestFile>,
@@ -279,41 +281,50 @@ async fn segment_manifests(
         Some(fragments) => fragments.clone(),
         None => store.read_segment(segment).await?.fragments.clone(),
     };
+    let with_deletes = fragments.iter().any(|f| f.deletion.is_some());
+    if data_row.is_some() && (!with_deletes || delete_row.is_some()) {
+        manifests.extend(data_row.into_iter().chain(delete_row.filter(|_| with_deletes)));
+        return Ok(());
+    }
+    let seqs = version.lineage.seqs(store, &fragments, &data_name).await?;
     if data_row.is_none() {
-        let data: Vec<avro::Entry> = fragments.iter().map(|f| data_entry(store, f, &version.leaves)).collect();
+        let data: Vec<avro::Entry> = fragments.iter().zip(&seqs).map(|(f, s)| data_entry(store, f, *s, &version.leaves)).collect();
         let bytes = avro::manifest(&data, "data", &version.text).map_err(encode_error(&data_name))?;
         let length = put(store, &data_name, bytes).await?;
-        let rows = fragments.iter().map(|f| f.physical_rows as i64).sum();
-        data_row = Some(avro::ManifestFile::new(data_uri, length, 0, snapshot_id, data.len(), rows));
+        data_row = Some(avro::ManifestFile::new(data_uri, length, 0, snapshot_id, &data));
     }
-    if !fragments.iter().any(|f| f.deletion.is_some()) {
+    if !with_deletes {
         delete_row = None;
     } else if delete_row.is_none() {
         let mut deletes = Vec::new();
-        for f in &fragments {
+        for (f, s) in fragments.iter().zip(&seqs) {
             if let Some(deletion) = &f.deletion {
-                deletes.push(deletes::publish(store, &deletion.path, &uri(store, &f.files[0].path)).await?);
+                // Its data file's data sequence number (a position delete applies to data
+                // files whose data sequence number is at most its own); when it was added
+                // is not known (0).
+                let seqs = avro::Seqs { data: s.data, file: 0 };
+                deletes.push(deletes::publish(store, &deletion.path, &uri(store, &f.files[0].path), seqs).await?);
             }
         }
         let bytes = avro::manifest(&deletes, "deletes", &version.text).map_err(encode_error(&delete_name))?;
         let length = put(store, &delete_name, bytes).await?;
-        let rows = deletes.iter().map(|d| d.record_count).sum();
-        delete_row = Some(avro::ManifestFile::new(delete_uri, length, 1, snapshot_id, deletes.len(), rows));
+        delete_row = Some(avro::ManifestFile::new(delete_uri, length, 1, snapshot_id, &deletes));
     }
     manifests.extend(data_row.into_iter().chain(delete_row));
     Ok(())
 }
 
 /// What a version's manifests are written in: its schema's Iceberg JSON, flat fields
-/// and widened ones.
+/// and widened ones, and its files' lineage.
 struct VersionSchema<'a> {
     text: String,
     leaves: BTreeMap<u32, &'a Field>,
     widened: String,
+    lineage: lineage::Lineage,
 }
 
 /// A data file's manifest entry.
-fn data_entry(store: &TableStore, f: &Fragment, leaves: &BTreeMap<u32, &Field>) -> avro::Entry {
+fn data_entry(store: &TableStore, f: &Fragment, seqs: avro::Seqs, leaves: &BTreeMap<u32, &Field>) -> avro::Entry {
     let file = &f.files[0];
     let (lower_bounds, upper_bounds) = bounds::of(file, leaves);
     avro::Entry {
@@ -326,6 +337,8 @@ fn data_entry(store: &TableStore, f: &Fragment, leaves: &BTreeMap<u32, &Field>) 
         lower_bounds,
         upper_bounds,
         referenced_data_file: None,
+        seqs,
+        first_row_id: Some(lineage::first_row_id(f)),
     }
 }
 
@@ -333,14 +346,7 @@ fn data_entry(store: &TableStore, f: &Fragment, leaves: &BTreeMap<u32, &Field>) 
 /// returns what it published.
 async fn publish_version(store: &TableStore, version: u64, previous: Option<Published>) -> Result<Published, PublishError> {
     let manifest = store.read_manifest(version).await?.ok_or(OpenError::Removed { version })?;
-    if let Some((column, column_type, reason)) = schema::first_unsupported(&manifest.schema) {
-        return Err(PublishError::Unsupported { version, column, column_type, reason });
-    }
-    for f in &manifest.schema.fields {
-        if let Err(reason) = schema::initial_default(f) {
-            return Err(PublishError::Unsupported { version, column: f.name.clone(), column_type: f.column_type.sql_name(), reason });
-        }
-    }
+    check_supported(&manifest)?;
     let snapshot_id = version as i64;
     let (mut metadata, previous_manifests) = match previous {
         Some(p) => (p.metadata, p.manifests),
@@ -355,12 +361,17 @@ async fn publish_version(store: &TableStore, version: u64, previous: Option<Publ
     };
     let schema = schema::schema_json(&manifest.schema, schema_id as i32);
     let leaves = bounds::leaf_types(&manifest.schema);
-    let written_in = VersionSchema { text: schema.to_string(), widened: bounds::widened(&leaves), leaves };
+    let widened = bounds::widened(&leaves);
+    let lineage = lineage_of(store, &manifest, &previous_manifests, &widened);
+    let mut written_in = VersionSchema { text: schema.to_string(), widened, leaves, lineage };
 
-    let reuse: HashMap<&str, &avro::ManifestFile> = previous_manifests.iter().map(|m| (m.manifest_path.as_str(), m)).collect();
+    // A restore's segments are the restored version's: its manifests are reused too.
+    let restored = restored_manifests(store, &manifest).await?;
+    let reuse: HashMap<&str, &avro::ManifestFile> =
+        previous_manifests.iter().chain(&restored).map(|m| (m.manifest_path.as_str(), m)).collect();
     let mut manifests = Vec::new();
     for segment in &manifest.segments {
-        segment_manifests(store, segment, &written_in, &reuse, snapshot_id, &mut manifests).await?;
+        segment_manifests(store, segment, &mut written_in, &reuse, snapshot_id, &mut manifests).await?;
     }
     let total_rows: u64 = manifest.segments.iter().map(|s| s.live_rows).sum();
     let parent = metadata["current-snapshot-id"].as_i64().filter(|id| *id >= 0);
@@ -384,15 +395,8 @@ async fn publish_version(store: &TableStore, version: u64, previous: Option<Publ
     if let Some(parent) = parent {
         snapshot["parent-snapshot-id"] = json!(parent);
     }
+    set_row_lineage(&mut metadata, &mut snapshot, &manifest);
     let m = &mut metadata;
-    // From the first version with a column default on, the table is Iceberg v3 (for
-    // `initial-default`); no row lineage is tracked (no row ids are assigned).
-    if schema::needs_v3(&manifest.schema) || m["format-version"] == json!(3) {
-        m["format-version"] = json!(3);
-        m["next-row-id"] = json!(0);
-        snapshot["first-row-id"] = json!(0);
-        snapshot["added-rows"] = json!(0);
-    }
     if !schemas.iter().any(|s| s["schema-id"].as_i64() == Some(schema_id)) {
         m["schemas"].as_array_mut().expect("schemas").push(schema);
     }
@@ -415,14 +419,63 @@ async fn publish_version(store: &TableStore, version: u64, previous: Option<Publ
     Ok(Published { metadata, manifests })
 }
 
+/// Refuses a version holding a column Iceberg cannot say exactly (its type or default).
+fn check_supported(manifest: &Manifest) -> Result<(), PublishError> {
+    let version = manifest.version;
+    if let Some((column, column_type, reason)) = schema::first_unsupported(&manifest.schema) {
+        return Err(PublishError::Unsupported { version, column, column_type, reason });
+    }
+    for f in &manifest.schema.fields {
+        if let Err(reason) = schema::initial_default(f) {
+            return Err(PublishError::Unsupported { version, column: f.name.clone(), column_type: f.column_type.sql_name(), reason });
+        }
+    }
+    Ok(())
+}
+
+/// The lineage of `manifest`'s files: the fragments of its rebuilt segments that it did
+/// not write were listed by the previous version's data manifests it does not list.
+fn lineage_of(store: &TableStore, manifest: &Manifest, previous: &[avro::ManifestFile], widened: &str) -> lineage::Lineage {
+    let kept: BTreeSet<String> = manifest.segments.iter().map(|s| uri(store, &manifest_names(s, widened).0)).collect();
+    let replaced: Vec<&str> =
+        previous.iter().filter(|m| m.content == 0 && !kept.contains(&m.manifest_path)).map(|m| m.manifest_path.as_str()).collect();
+    lineage::Lineage::new(manifest, &replaced)
+}
+
+/// Iceberg v3's row lineage fields of `manifest`'s snapshot and metadata: every data
+/// file has its first row id (its fragment's id << 32), so the ids of the version's rows
+/// lie below its next fragment id << 32, the table's `next-row-id`.
+fn set_row_lineage(metadata: &mut Value, snapshot: &mut Value, manifest: &Manifest) {
+    metadata["format-version"] = json!(3);
+    let first_row_id = metadata["next-row-id"].as_i64().unwrap_or(0);
+    let next_row_id = derived_row_id(manifest.next_fragment_id, 0).max(first_row_id);
+    metadata["next-row-id"] = json!(next_row_id);
+    snapshot["first-row-id"] = json!(first_row_id);
+    snapshot["added-rows"] = json!(next_row_id - first_row_id);
+}
+
+/// The manifests of the version a restore in `manifest` restores, when it is published.
+async fn restored_manifests(store: &TableStore, manifest: &Manifest) -> Result<Vec<avro::ManifestFile>, PublishError> {
+    let mut manifests = Vec::new();
+    for t in &manifest.transactions {
+        if let Operation::Restore { version } = t.operation {
+            if let Some(p) = read_published(store, version).await? {
+                manifests.extend(p.manifests);
+            }
+        }
+    }
+    Ok(manifests)
+}
+
 /// Metadata before any snapshot: the table's first retained version's identity.
 fn fresh_metadata(store: &TableStore, manifest: &Manifest) -> Value {
     let table_uuid = manifest.transactions[0].id;
     json!({
-        "format-version": 2,
+        "format-version": 3,
         "table-uuid": table_uuid.to_string(),
         "location": uri(store, "").trim_end_matches('/'),
         "last-sequence-number": 0,
+        "next-row-id": 0,
         "last-updated-ms": manifest.timestamp.timestamp_millis(),
         "last-column-id": 0,
         "schemas": [],

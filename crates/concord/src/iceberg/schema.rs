@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use crate::format::schema::types::ColumnType;
 use crate::format::schema::{Field, Schema};
 
-/// Why a type has no Iceberg (v2) type that reads its stored values exactly.
+/// Why a type has no Iceberg type that reads its stored values exactly.
 pub(crate) fn unsupported(column_type: &ColumnType) -> Option<&'static str> {
     match column_type {
         ColumnType::Ubigint => Some("Iceberg has no unsigned 64-bit integer, and its decimal(20, 0) cannot read the stored INT64"),
@@ -43,11 +43,6 @@ fn field_json(field: &Field) -> Value {
         json["initial-default"] = value;
     }
     json
-}
-
-/// Whether `schema` needs Iceberg v3 (a column with a default: v3's `initial-default`).
-pub(crate) fn needs_v3(schema: &Schema) -> bool {
-    schema.fields.iter().any(|f| f.default.is_some())
 }
 
 /// A field's default as Iceberg v3's `initial-default` (JSON single-value form: what a
