@@ -7,8 +7,8 @@ use concord::errors::{DynamoDbError, StorageCause};
 use concord::schema::SchemaParseError;
 use concord::time::DurationError;
 use concord::{
-    AlterError, ChangesError, CommitError, ConsumerError, CorruptObject, CreateError, ErrorKind, OpenError, ScanError, SqlError,
-    StorageError, UriError, WriteError,
+    AlterError, BranchError, ChangesError, CommitError, ConsumerError, CorruptObject, CreateError, ErrorKind, MergeError, OpenError,
+    ScanError, SqlError, StorageError, TagError, UriError, WriteError,
 };
 
 pub const SUCCESS: i32 = 0;
@@ -124,6 +124,38 @@ impl From<ConsumerError> for Failure {
     fn from(e: ConsumerError) -> Self {
         let hint = match &e {
             ConsumerError::NotFound { name } => Some(format!("create it with `concord consumer create <uri> {name}`")),
+            _ => None,
+        };
+        fail_with(e.kind(), &e, hint)
+    }
+}
+
+impl From<TagError> for Failure {
+    fn from(e: TagError) -> Self {
+        let hint = match &e {
+            TagError::NotFound { .. } => Some("`concord tag list <uri>` lists the tags".to_string()),
+            _ => None,
+        };
+        fail_with(e.kind(), &e, hint)
+    }
+}
+
+impl From<BranchError> for Failure {
+    fn from(e: BranchError) -> Self {
+        let hint = match &e {
+            BranchError::NotFound { name } => Some(format!("create it with `concord branch create <uri> {name}`")),
+            _ => None,
+        };
+        fail_with(e.kind(), &e, hint)
+    }
+}
+
+impl From<MergeError> for Failure {
+    fn from(e: MergeError) -> Self {
+        let hint = match &e {
+            MergeError::TargetMoved { .. } => {
+                Some("merge without --fast-forward-only to replay the branch on what the target did".to_string())
+            }
             _ => None,
         };
         fail_with(e.kind(), &e, hint)

@@ -1,9 +1,12 @@
 //! The `concord` command. Its names, flags, outputs and exit codes are a contract
 //! (../shared/cli-contract.md): add freely, change nothing.
 
+mod doctor;
 mod exit;
 mod output;
 mod progress;
+mod query;
+mod refs;
 mod stress;
 
 use std::collections::BTreeMap;
@@ -14,7 +17,7 @@ use chrono::{DateTime, Utc};
 use clap::{Args, Parser, Subcommand};
 use concord::{
     AlterError, Assignment, CommitOptions, Env, IsolationLevel, RetryPolicy, ScanOptions, Schema, StoreResolver, Table, TableLocation,
-    Write, WriteError,
+    VersionRef, Write, WriteError,
 };
 use futures::TryStreamExt;
 
@@ -33,13 +36,16 @@ struct Cli {
     /// Commit through a DynamoDB table (S3-compatible stores without conditional writes)
     #[arg(long = "commit-coordinator", value_name = "dynamodb://TABLE", env = "CONCORD_COMMIT_COORDINATOR", global = true)]
     commit_coordinator: Option<String>,
+    /// Read and write branch NAME (default: main)
+    #[arg(long, value_name = "NAME", global = true)]
+    branch: Option<String>,
 }
 
 #[derive(Args, Clone)]
 struct VersionArgs {
-    /// Read this version
-    #[arg(long, conflicts_with = "as_of")]
-    version: Option<u64>,
+    /// Read this version (a number, or a tag's name)
+    #[arg(long, conflicts_with = "as_of", value_parser = refs::parse_version_ref)]
+    version: Option<VersionRef>,
     /// Read the newest version committed at or before this time (RFC 3339)
     #[arg(long = "as-of", value_parser = parse_time)]
     as_of: Option<DateTime<Utc>>,
@@ -167,10 +173,11 @@ enum Command {
         #[command(flatten)]
         write: WriteArgs,
     },
-    /// Make an old version the newest state (as a new version)
+    /// Make an old version (a number, or a tag's name) the newest state (as a new version)
     Restore {
         uri: String,
-        version: u64,
+        #[arg(value_parser = refs::parse_version_ref)]
+        version: VersionRef,
         #[command(flatten)]
         write: WriteArgs,
     },
@@ -245,7 +252,7 @@ enum Command {
         tables: Vec<(String, String)>,
         /// Read the --table named NAME at version N (repeatable)
         #[arg(long = "table-version", value_name = "NAME=N", value_parser = parse_table_version)]
-        table_versions: Vec<(String, u64)>,
+        table_versions: Vec<(String, VersionRef)>,
         #[arg(long, value_enum, default_value = "table")]
         format: RowFormat,
     },
@@ -260,12 +267,12 @@ enum Command {
     /// _row_id, _version, _txn_id, _committed_at
     Changes {
         uri: String,
-        /// The changes after this version (exclusive)
-        #[arg(long, value_name = "V", conflicts_with_all = ["from_time", "consumer"])]
-        from: Option<u64>,
+        /// The changes after this version (exclusive; a number or a tag)
+        #[arg(long, value_name = "V", conflicts_with_all = ["from_time", "consumer"], value_parser = refs::parse_version_ref)]
+        from: Option<VersionRef>,
         /// Up to this version (inclusive; default: the latest)
-        #[arg(long, value_name = "W", conflicts_with = "to_time")]
-        to: Option<u64>,
+        #[arg(long, value_name = "W", conflicts_with = "to_time", value_parser = refs::parse_version_ref)]
+        to: Option<VersionRef>,
         /// The changes after the version current at this time (RFC 3339, UTC)
         #[arg(long = "from-time", value_parser = parse_time, conflicts_with = "consumer")]
         from_time: Option<DateTime<Utc>>,
@@ -292,7 +299,17 @@ enum Command {
     /// they have not read yet)
     Consumer {
         #[command(subcommand)]
-        action: ConsumerAction,
+        action: refs::ConsumerAction,
+    },
+    /// Names of versions (vacuum keeps the versions they name)
+    Tag {
+        #[command(subcommand)]
+        action: refs::TagAction,
+    },
+    /// Chains of versions of their own, sharing the table's files, that merge back
+    Branch {
+        #[command(subcommand)]
+        action: refs::BranchAction,
     },
     /// Print the schema
     Schema {
@@ -310,46 +327,16 @@ enum IcebergAction {
     /// version not yet published; idempotent. Prints the metadata file
     Publish {
         uri: String,
-        #[arg(long)]
-        version: Option<u64>,
+        #[arg(long, value_parser = refs::parse_version_ref)]
+        version: Option<VersionRef>,
     },
     /// Print the Iceberg metadata file of version N (default: the latest), publishing it
     /// first if needed
     Path {
         uri: String,
-        #[arg(long)]
-        version: Option<u64>,
+        #[arg(long, value_parser = refs::parse_version_ref)]
+        version: Option<VersionRef>,
     },
-}
-
-#[derive(Subcommand)]
-enum ConsumerAction {
-    /// Create consumer NAME at version --to (default: the latest): its changes are those after it
-    Create {
-        uri: String,
-        name: String,
-        #[arg(long, value_name = "VERSION")]
-        to: Option<u64>,
-    },
-    /// Move consumer NAME to version --to (default: the latest); exit 5 if another
-    /// process moved it meanwhile (or since --expect-version)
-    Advance {
-        uri: String,
-        name: String,
-        #[arg(long, value_name = "VERSION")]
-        to: Option<u64>,
-        /// Move it only if it is still at this version
-        #[arg(long = "expect-version", value_name = "V")]
-        expect_version: Option<u64>,
-    },
-    /// List the consumers and their positions
-    List {
-        uri: String,
-        #[arg(long, value_enum, default_value = "table")]
-        format: ListFormat,
-    },
-    /// Drop consumer NAME
-    Drop { uri: String, name: String },
 }
 
 #[derive(Subcommand)]
@@ -427,6 +414,7 @@ impl Command {
                 | AlterAction::UnsetProperty { write, .. } => write.json,
             },
             Command::Vacuum { json, .. } => *json,
+            Command::Branch { action: refs::BranchAction::Merge { json, .. } } => *json,
             _ => false,
         }
     }
@@ -481,11 +469,11 @@ fn parse_named_table(s: &str) -> Result<(String, String), String> {
     }
 }
 
-/// `NAME=N` of `--table-version`.
-fn parse_table_version(s: &str) -> Result<(String, u64), String> {
+/// `NAME=N` (or `NAME=TAG`) of `--table-version`.
+fn parse_table_version(s: &str) -> Result<(String, VersionRef), String> {
     let bad = || format!("'{s}' is not of the form NAME=VERSION, e.g. --table-version orders=12");
     let (name, version) = s.split_once('=').ok_or_else(bad)?;
-    Ok((name.trim().to_string(), version.trim().parse().map_err(|_| bad())?))
+    Ok((name.trim().to_string(), refs::parse_version_ref(version).map_err(|_| bad())?))
 }
 
 fn parse_isolation(s: &str) -> Result<IsolationLevel, String> {
@@ -525,6 +513,8 @@ impl WriteArgs {
 struct Context {
     resolver: StoreResolver,
     env: Env,
+    /// The branch commands read and write (`--branch`; main without).
+    branch: Option<String>,
 }
 
 impl Context {
@@ -537,7 +527,11 @@ impl Context {
     }
 
     async fn open(&self, uri: &str) -> Result<Table, Failure> {
-        Ok(Table::open(self.location(uri)?, self.env.clone()).await?)
+        let table = Table::open(self.location(uri)?, self.env.clone()).await?;
+        Ok(match &self.branch {
+            Some(name) => table.branch(name).await?,
+            None => table,
+        })
     }
 
     /// Runs a write command: commit it, or with --stage only prepare and record it
@@ -563,9 +557,12 @@ impl Context {
     }
 
     async fn open_at(&self, uri: &str, at: &VersionArgs) -> Result<Table, Failure> {
-        Ok(match (at.version, at.as_of) {
+        Ok(match (&at.version, at.as_of) {
             // Straight to the version: the latest one need not be readable.
-            (Some(v), _) => Table::open_version(self.location(uri)?, self.env.clone(), v).await?,
+            (Some(VersionRef::Number(v)), _) if self.branch.is_none() => {
+                Table::open_version(self.location(uri)?, self.env.clone(), *v).await?
+            }
+            (Some(at), _) => self.open(uri).await?.checkout_ref(at).await?,
             (None, Some(t)) => self.open(uri).await?.checkout_as_of(t).await?,
             (None, None) => self.open(uri).await?,
         })
@@ -595,7 +592,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         .with_ambient_options(ambient_options())
         .with_options(explicit)
         .with_commit_coordinator(cli.commit_coordinator.clone());
-    let cx = Context { resolver, env: Env::system() };
+    let cx = Context { resolver, env: Env::system(), branch: cli.branch.clone() };
     match cli.command {
         Command::Create { uri, schema, properties } => {
             let schema = Schema::parse(&schema)?;
@@ -607,7 +604,10 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Overwrite { uri, files, filter, write } => {
             cx.write(&uri, Write::Overwrite { input: files.into(), filter }, &write).await?
         }
-        Command::Restore { uri, version, write } => cx.write(&uri, Write::Restore { version }, &write).await?,
+        Command::Restore { uri, version, write } => {
+            let version = cx.open(&uri).await?.version_of(&version).await?;
+            cx.write(&uri, Write::Restore { version }, &write).await?
+        }
         Command::Delete { uri, filter, write } => cx.write(&uri, Write::Delete { filter }, &write).await?,
         Command::Update { uri, set, filter, write } => cx.write(&uri, Write::Update { set, filter }, &write).await?,
         Command::Merge { uri, file, on, write } => cx.write(&uri, Write::Merge { input: file.into(), on }, &write).await?,
@@ -647,7 +647,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let history = cx.open(&uri).await?.history_newest(limit.unwrap_or(usize::MAX)).await?;
             output::print_history(&history, format)?;
         }
-        Command::Doctor { uri } => doctor(&cx, &uri).await?,
+        Command::Doctor { uri } => doctor::doctor(&cx, &uri).await?,
         Command::Vacuum { uri, older_than, allow_short_retention, json } => {
             let r = cx.open(&uri).await?.vacuum(older_than, allow_short_retention).await?;
             if json {
@@ -655,7 +655,9 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     "{}",
                     serde_json::json!({"versions_removed": r.versions_removed, "oldest_retained": r.oldest_retained,
                     "objects_removed": r.objects_removed, "bytes_removed": r.bytes_removed, "objects_kept": r.objects_kept,
-                    "held_by_consumers": r.held_by_consumers.iter().map(|(name, v)| serde_json::json!({"consumer": name, "version": v})).collect::<Vec<_>>()})
+                    "held_by_consumers": r.held_by_consumers.iter().map(|(name, v)| serde_json::json!({"consumer": name, "version": v})).collect::<Vec<_>>(),
+                    "held_by_tags": r.held_by_tags.iter().map(|(name, v)| serde_json::json!({"tag": name, "version": v})).collect::<Vec<_>>(),
+                    "held_by_branches": r.held_by_branches.iter().map(|(name, v)| serde_json::json!({"branch": name, "version": v})).collect::<Vec<_>>()})
                 );
             } else {
                 println!(
@@ -664,6 +666,12 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 );
                 for (name, version) in &r.held_by_consumers {
                     println!("consumer {name} holds versions from {version} on (it has not read their changes yet)");
+                }
+                for (name, version) in &r.held_by_branches {
+                    println!("branch {name} holds versions from {version} on (it started there; its merges are judged from there)");
+                }
+                for (name, version) in &r.held_by_tags {
+                    println!("tag {name} holds version {version}");
                 }
             }
         }
@@ -680,7 +688,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             println!("{} {spec}", if created { "created" } else { "already exists:" });
         }
         Command::Sql { uri, query, at, tables, table_versions, format } => {
-            sql(&cx, &uri, &query, &at, &tables, &table_versions, format).await?
+            query::sql(&cx, &uri, &query, &at, &tables, &table_versions, format).await?
         }
         Command::Iceberg { action: IcebergAction::Publish { uri, version } | IcebergAction::Path { uri, version } } => {
             let at = VersionArgs { version, as_of: None };
@@ -690,145 +698,27 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let table = cx.open(&uri).await?;
             let options = concord::ChangeOptions { columns, filter, net, ..Default::default() };
             let to = match (to, to_time) {
-                (Some(v), _) => Some(v),
+                (Some(v), _) => Some(table.version_of(&v).await?),
                 (None, Some(t)) => Some(table.checkout_as_of(t).await?.version()),
                 (None, None) => None,
             };
             let feed = match (from, from_time, consumer) {
-                (Some(v), _, _) => table.changes(v, to, &options).await?,
+                (Some(v), _, _) => table.changes(table.version_of(&v).await?, to, &options).await?,
                 (None, Some(t), _) => table.changes(table.checkout_as_of(t).await?.version(), to, &options).await?,
                 (None, None, Some(name)) => table.consumer_changes(&name, to, &options).await?.1,
                 (None, None, None) => return Err(usage("give where the changes start: --from V, --from-time T or --consumer NAME".into())),
             };
             output::print_changes(feed, format).await?;
         }
-        Command::Consumer { action } => consumer(&cx, action).await?,
+        Command::Consumer { action } => refs::consumer(&cx, action).await?,
+        Command::Tag { action } => refs::tag(&cx, action).await?,
+        Command::Branch { action } => refs::branch(&cx, action).await?,
         Command::Schema { uri, at, format } => {
             let table = cx.open_at(&uri, &at).await?;
             output::print_schema(table.schema(), &table.manifest().properties, format)?;
         }
     }
     Ok(())
-}
-
-/// `consumer`: create, move, list or drop a named cursor of the change feed.
-async fn consumer(cx: &Context, action: ConsumerAction) -> Result<(), Failure> {
-    match action {
-        ConsumerAction::Create { uri, name, to } => {
-            let info = cx.open(&uri).await?.create_consumer(&name, to).await?;
-            println!("consumer {} at version {}", info.name, info.version);
-        }
-        ConsumerAction::Advance { uri, name, to, expect_version } => {
-            let info = cx.open(&uri).await?.advance_consumer(&name, to, expect_version).await?;
-            println!("consumer {} at version {}", info.name, info.version);
-        }
-        ConsumerAction::List { uri, format } => output::print_consumers(&cx.open(&uri).await?.consumers().await?, format)?,
-        ConsumerAction::Drop { uri, name } => {
-            let info = cx.open(&uri).await?.drop_consumer(&name).await?;
-            println!("dropped consumer {} (it was at version {})", info.name, info.version);
-        }
-    }
-    Ok(())
-}
-
-/// `sql`: the table at `uri` is `t`, at `--version` if given; `--as-of` applies to
-/// every table; `--table-version NAME=N` pins another. One version of each is read,
-/// whatever commits meanwhile.
-async fn sql(
-    cx: &Context,
-    uri: &str,
-    query: &str,
-    at: &VersionArgs,
-    tables: &[(String, String)],
-    versions: &[(String, u64)],
-    format: RowFormat,
-) -> Result<(), Failure> {
-    let mut names = vec!["t".to_string()];
-    for (name, _) in tables {
-        if names.iter().any(|n| n.eq_ignore_ascii_case(name)) {
-            return Err(usage(format!("the table name '{name}' is given twice (the table at <uri> is t); give each --table its own name")));
-        }
-        names.push(name.clone());
-    }
-    for (name, _) in versions {
-        if !tables.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
-            let hint = if name.eq_ignore_ascii_case("t") { "; use --version for t" } else { "" };
-            return Err(usage(format!("--table-version {name}=...: no --table is named '{name}'{hint}")));
-        }
-    }
-    let open_other = |name: &str, uri: String| {
-        let version = versions.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| *v);
-        let at = VersionArgs { version, as_of: at.as_of };
-        async move { cx.open_at(&uri, &at).await }
-    };
-    let opened = futures::future::try_join_all(tables.iter().map(|(name, uri)| open_other(name, uri.clone())));
-    let (main, others) = futures::future::try_join(cx.open_at(uri, at), opened).await?;
-    let session = concord::SqlSession::new();
-    session.register("t", &main)?;
-    for ((name, _), table) in tables.iter().zip(&others) {
-        session.register(name, table)?;
-    }
-    let result = session.query(query).await?;
-    let mut writer = RowWriter::stdout(format, result.schema());
-    let mut stream = result.into_stream();
-    while let Some(batch) = stream.try_next().await? {
-        writer.write(&batch)?;
-    }
-    writer.finish()
-}
-
-/// `doctor`: probes the store, prints what it found and which commit mode is safe.
-async fn doctor(cx: &Context, uri: &str) -> Result<(), Failure> {
-    let location = cx.location(uri)?;
-    let report = concord::store::probe_store(&location, &cx.env).await.map_err(|e| exit::storage(concord::errors::describe_chain(&e)))?;
-    println!("store: {uri}");
-    match &report.create_unsupported {
-        Some(why) => println!("conditional create: not supported ({why})"),
-        None => {
-            println!(
-                "conditional create race: {} of {} concurrent writers won (safe: exactly 1)",
-                report.race_winners,
-                concord::store::PROBE_RACERS
-            );
-            println!(
-                "create of an existing object: {}",
-                if report.existing_refused { "refused (If-None-Match enforced)" } else { "ACCEPTED (If-None-Match ignored)" }
-            );
-        }
-    }
-    println!(
-        "listing order: {}",
-        if report.listing_ordered {
-            "lexicographic (latest version in one LIST page)"
-        } else {
-            "unordered (latest version by hint and probes)"
-        }
-    );
-    println!("conditional create round trip: p50 {:.1} ms", report.create_p50_ms);
-    if report.left_behind > 0 {
-        println!("cleanup: {} probe objects could not be removed", report.left_behind);
-    }
-    let coordinated = cx.resolver_has_coordinator();
-    if report.conditional_create_safe() {
-        println!("verdict: SAFE: commits use the store's conditional create");
-        Ok(())
-    } else if coordinated {
-        location
-            .coordinator()
-            .latest_version(None)
-            .await
-            .map_err(|e| exit::storage(format!("the commit coordinator is not usable: {}", concord::errors::describe_chain(&e))))?;
-        println!("verdict: SAFE with the configured commit coordinator (the store alone is not: it does not enforce conditional creates)");
-        Ok(())
-    } else {
-        println!("verdict: UNSAFE: concurrent commits can silently overwrite each other on this store");
-        Err(exit::unsafe_store(
-            "this store does not enforce conditional creates; commit through a DynamoDB coordinator: \
-             `concord coordinator create-table dynamodb://<table>`, then pass --commit-coordinator dynamodb://<table> \
-             (or set CONCORD_COMMIT_COORDINATOR)"
-                .into(),
-        ))
-    }
 }
 
 /// glibc maps large blocks on their own (over 128 KiB at first, a threshold it raises

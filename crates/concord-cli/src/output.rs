@@ -378,6 +378,39 @@ pub fn print_consumers(consumers: &[concord::ConsumerInfo], format: ListFormat) 
     Ok(())
 }
 
+/// Tags and the versions they name.
+pub fn print_tags(tags: &[concord::TagInfo], format: ListFormat) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    match format {
+        ListFormat::Json => writeln!(out, "{}", serde_json::to_string(tags).expect("tags serialize"))?,
+        ListFormat::Table => {
+            writeln!(out, "{:<32}  {:<24}  {:>8}  created_at", "tag", "branch", "version")?;
+            for t in tags {
+                let at = t.created_at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+                writeln!(out, "{:<32}  {:<24}  {:>8}  {at}", t.name, t.branch, t.version)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Branches and where each started.
+pub fn print_branches(branches: &[concord::BranchInfo], format: ListFormat) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    match format {
+        ListFormat::Json => writeln!(out, "{}", serde_json::to_string(branches).expect("branches serialize"))?,
+        ListFormat::Table => {
+            writeln!(out, "{:<32}  {:<32}  created_at", "branch", "from")?;
+            for b in branches {
+                let from = b.from.as_ref().map_or_else(|| "-".to_string(), |(branch, v)| format!("{branch} at version {v}"));
+                let at = b.created_at.map_or_else(|| "-".to_string(), |t| t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true));
+                writeln!(out, "{:<32}  {from:<32}  {at}", b.name)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 pub fn print_history(history: &[VersionInfo], format: ListFormat) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
     match format {

@@ -68,17 +68,18 @@ mod txn;
 // storage seam, schema helpers, limits and error details are in the modules below.
 pub use env::{Clock, Env, RandomSource, StdRandom, SystemClock};
 pub use error::{
-    AlterError, ChangesError, CommitError, ConsumerError, CorruptObject, CreateError, ErrorKind, InputError, OpenError, PredicateError,
-    ScanError, StagedCommitError, StorageError, UriError, WriteError,
+    AlterError, BranchError, ChangesError, CommitError, ConsumerError, CorruptObject, CreateError, ErrorKind, InputError, MergeError,
+    OpenError, PredicateError, ScanError, StagedCommitError, StorageError, TagError, UriError, WriteError,
 };
 pub use format::manifest::{Assignment, IsolationLevel, OperationKind};
+pub use format::refs::MAIN_BRANCH;
 pub use format::schema::{ColumnType, Field, Schema};
 pub use io::parquet::guard::quiet_caught_panics;
 pub use sql::{SqlError, SqlSession, SqlStream, SqlTableProvider};
 pub use storage::{StoreResolver, TableLocation, TableLocationBuilder};
 pub use table::{
-    ChangeFeed, ChangeOptions, ConsumerInfo, Input, ProgressFn, ScanOptions, Table, TableScan, TransactionInfo, VacuumReport, VersionInfo,
-    Write, WriteProgress, CHANGE_COLUMNS,
+    BranchInfo, ChangeFeed, ChangeOptions, ConsumerInfo, Input, MergeInfo, ProgressFn, ScanOptions, Table, TableScan, TagInfo,
+    TransactionInfo, VacuumReport, VersionInfo, VersionRef, Write, WriteProgress, CHANGE_COLUMNS,
 };
 pub use txn::{CommitInfo, CommitOptions, PreparedTransaction, RetryPolicy};
 
@@ -86,9 +87,9 @@ pub use txn::{CommitInfo, CommitOptions, PreparedTransaction, RetryPolicy};
 /// details their variants carry.
 pub mod errors {
     pub use crate::error::{
-        describe_chain, AlterError, ChangesError, CommitError, ConsumerError, CorruptObject, CreateError, DefaultProblem, DynamoDbError,
-        ErrorKind, IncompatibleReason, InputError, OpenError, OversizedObject, PredicateError, ScanError, StagedCommitError, StorageCause,
-        StorageError, Unavailable, UriError, WriteError,
+        describe_chain, AlterError, BranchError, ChangesError, CommitError, ConsumerError, CorruptObject, CreateError, DefaultProblem,
+        DynamoDbError, ErrorKind, IncompatibleReason, InputError, MergeError, OpenError, OversizedObject, PredicateError, RefKind,
+        ScanError, StagedCommitError, StorageCause, StorageError, TagError, Unavailable, UriError, WriteError,
     };
     pub use crate::iceberg::PublishError;
     pub use crate::io::scan::ScanMetrics;

@@ -7,8 +7,8 @@
 use uuid::Uuid;
 
 use super::{
-    AlterError, ChangesError, CommitError, ConsumerError, CorruptObject, CreateError, InputError, OpenError, PredicateError, ScanError,
-    StorageError, Unavailable, UriError, WriteError,
+    AlterError, BranchError, ChangesError, CommitError, ConsumerError, CorruptObject, CreateError, InputError, MergeError, OpenError,
+    PredicateError, ScanError, StorageError, TagError, Unavailable, UriError, WriteError,
 };
 use crate::duration::{DurationError, TimeError};
 use crate::format::schema::{ColumnNameError, SchemaParseError};
@@ -95,7 +95,10 @@ impl OpenError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             OpenError::NotFound { .. } | OpenError::NotATable { .. } => ErrorKind::NotFound,
-            OpenError::VersionNotFound { .. } | OpenError::NoVersionAt { .. } => ErrorKind::InvalidInput,
+            OpenError::VersionNotFound { .. }
+            | OpenError::NoVersionAt { .. }
+            | OpenError::UnknownRef { .. }
+            | OpenError::TagOfAnotherBranch { .. } => ErrorKind::InvalidInput,
             OpenError::Removed { .. } | OpenError::UnsupportedFormat { .. } => ErrorKind::Storage,
             OpenError::Corrupt(_) => ErrorKind::Corrupt,
             OpenError::Storage(_) => ErrorKind::Storage,
@@ -302,6 +305,56 @@ impl ConsumerError {
             ConsumerError::Open(e) => e.kind(),
             ConsumerError::Corrupt(e) => e.kind(),
             ConsumerError::Storage(e) => e.kind(),
+        }
+    }
+}
+
+impl TagError {
+    /// What it means (see [`ErrorKind`]): an unknown tag or version is bad input; one
+    /// made or changed by another process meanwhile, like a table moved under
+    /// compare-and-swap.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            TagError::NotFound { .. } | TagError::BadName { .. } | TagError::NoSuchVersion { .. } => ErrorKind::InvalidInput,
+            TagError::Exists { .. } => ErrorKind::Exists,
+            TagError::Moved { expected, found, .. } => ErrorKind::Moved { expected: *expected, latest: *found },
+            TagError::Open(e) => e.kind(),
+            TagError::Corrupt(e) => e.kind(),
+            TagError::Storage(e) => e.kind(),
+        }
+    }
+}
+
+impl BranchError {
+    /// What it means (see [`ErrorKind`]): an unknown branch, a bad name or `main` is bad
+    /// input.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            BranchError::NotFound { .. } | BranchError::BadName { .. } | BranchError::Main { .. } | BranchError::NoSuchVersion { .. } => {
+                ErrorKind::InvalidInput
+            }
+            BranchError::Exists { .. } => ErrorKind::Exists,
+            BranchError::NoBlocks { .. } => ErrorKind::Storage,
+            BranchError::Tag(e) => e.kind(),
+            BranchError::Write(e) => e.kind(),
+            BranchError::Open(e) => e.kind(),
+            BranchError::Corrupt(e) => e.kind(),
+            BranchError::Storage(e) => e.kind(),
+        }
+    }
+}
+
+impl MergeError {
+    /// What it means (see [`ErrorKind`]): a merge the conflict rules refuse is
+    /// incompatible; a fast-forward refused, a moved target.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            MergeError::IntoItself { .. } | MergeError::NotFromTarget { .. } => ErrorKind::InvalidInput,
+            MergeError::TargetMoved { base, latest, .. } => ErrorKind::Moved { expected: *base, latest: *latest },
+            MergeError::Branch(e) => e.kind(),
+            MergeError::Commit(e) => e.kind(),
+            MergeError::Open(e) => e.kind(),
+            MergeError::Storage(e) => e.kind(),
         }
     }
 }

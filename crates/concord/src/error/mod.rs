@@ -6,6 +6,7 @@
 mod changes;
 mod kind;
 mod read;
+mod refs;
 mod storage;
 mod write;
 
@@ -13,7 +14,8 @@ pub use changes::{ChangesError, ConsumerError};
 pub use kind::ErrorKind;
 #[cfg(test)]
 pub(crate) use read::abbreviate;
-pub use read::{OpenError, PredicateError, ScanError, Unavailable};
+pub use read::{OpenError, PredicateError, RefKind, ScanError, Unavailable};
+pub use refs::{BranchError, MergeError, TagError};
 pub use storage::{CorruptObject, DynamoDbError, OversizedObject, StorageCause, StorageError, UriError};
 pub use write::{AlterError, CommitError, CreateError, DefaultProblem, IncompatibleReason, InputError, StagedCommitError, WriteError};
 
@@ -50,9 +52,11 @@ fn unexpected_open_error(e: OpenError) -> Unexpected {
             Unexpected::Unavailable(Unavailable::NewerFormat { path, found, supported })
         }
         OpenError::NotFound { uri } | OpenError::NotATable { uri } => Unexpected::Unavailable(Unavailable::TableGone { uri }),
-        other @ (OpenError::VersionNotFound { .. } | OpenError::NoVersionAt { .. } | OpenError::Removed { .. }) => {
-            Unexpected::Unavailable(Unavailable::VersionGone { what: other.to_string() })
-        }
+        other @ (OpenError::VersionNotFound { .. }
+        | OpenError::NoVersionAt { .. }
+        | OpenError::Removed { .. }
+        | OpenError::UnknownRef { .. }
+        | OpenError::TagOfAnotherBranch { .. }) => Unexpected::Unavailable(Unavailable::VersionGone { what: other.to_string() }),
     }
 }
 

@@ -53,12 +53,51 @@ pub enum OpenError {
         /// The newest this library reads.
         supported: u32,
     },
+    /// The tag or branch named does not exist.
+    #[error("the table has no {kind} named '{name}'")]
+    UnknownRef {
+        /// Tag or branch.
+        kind: RefKind,
+        /// The name.
+        name: String,
+    },
+    /// A tag names a version of another branch than the one asked about.
+    #[error("tag '{tag}' names version {version} of branch {branch}, not a version of branch {asked}")]
+    TagOfAnotherBranch {
+        /// The tag.
+        tag: String,
+        /// The version it names.
+        version: u64,
+        /// Its branch.
+        branch: String,
+        /// The branch asked about.
+        asked: String,
+    },
     /// An object's bytes do not decode.
     #[error(transparent)]
     Corrupt(#[from] CorruptObject),
     /// A storage request failed.
     #[error(transparent)]
     Storage(#[from] StorageError),
+}
+
+/// What a name refers to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RefKind {
+    /// A tag.
+    Tag,
+    /// A branch.
+    Branch,
+}
+
+impl std::fmt::Display for RefKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RefKind::Tag => "tag",
+            RefKind::Branch => "branch",
+        })
+    }
 }
 
 /// The table is not as a read inside a write or scan expected, for a reason other than

@@ -85,6 +85,11 @@ pub enum StorageCause {
         /// The staging manifest's path.
         staging: String,
     },
+    /// The table's commit coordinator (one of the caller's own) keeps no chain of
+    /// records besides the versions: named records (consumers, tags, branches,
+    /// multi-table commits) need one that does.
+    #[error("the table's commit coordinator keeps no named records (consumers, tags, branches and multi-table commits need the store's own conditional writes or the DynamoDB coordinator)")]
+    NoNamedRecords,
     /// A version was just written (copied from its staging manifest) but does not read.
     #[error("the version was just copied but cannot be read")]
     CopiedButUnreadable,

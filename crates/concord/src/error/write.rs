@@ -99,6 +99,27 @@ pub enum IncompatibleReason {
         /// The column.
         column: String,
     },
+    /// The winner deleted the branch: nothing commits on it any more.
+    #[error("it deleted the branch; nothing commits on a deleted branch")]
+    BranchDeleted,
+    /// A branch merge: the branch changed the schema, and so did the target since the
+    /// branch started (the branch's data files name its own field ids).
+    #[error("the branch changed the schema, and so did the target since the branch started; a branch that changes the schema merges only into a target whose schema did not change")]
+    SchemaChangedOnBoth,
+    /// A branch merge: a row the branch changes was rewritten on the target (by a
+    /// compaction) since it was merged before.
+    #[error("rows it changes were rewritten on the target since they were merged (fragment {fragment} of the branch)")]
+    MergedRowsRewritten {
+        /// The branch's fragment.
+        fragment: u64,
+    },
+    /// A branch merge: the branch restored one of its versions (which means nothing on
+    /// the target).
+    #[error("it restored version {version} of the branch, which is not a version of the target")]
+    RestoreOnBranch {
+        /// The version restored.
+        version: u64,
+    },
 }
 
 /// Committing a prepared transaction failed. Nothing of the transaction is visible.

@@ -124,6 +124,10 @@ pub struct NewFragment {
     pub files: Vec<DataFile>,
     /// Rows in it.
     pub rows: u64,
+    /// Set in a branch merge: the first row id the fragment had on its branch, which it
+    /// keeps (its rows keep their ids). Absent otherwise: assigned at commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_row_id: Option<u64>,
 }
 
 /// A fragment of a committed version. Its id is assigned at commit time.
@@ -235,6 +239,13 @@ impl NextIds {
         let assigned = (self.fragment, self.row);
         (self.fragment, self.row) = (self.fragment + 1, next_row);
         Some(assigned)
+    }
+
+    /// The next fragment's id, for a fragment whose rows keep ids from elsewhere (a
+    /// branch merge): the row counter does not move.
+    pub fn take_fragment_id(&mut self) -> u64 {
+        self.fragment += 1;
+        self.fragment - 1
     }
 
     /// The larger of each counter (a restore keeps both growing).
@@ -484,6 +495,17 @@ pub enum Operation {
         /// The groups rewritten.
         groups: Vec<CompactGroup>,
     },
+    /// The first version of a branch's chain: the state of version `version` of branch
+    /// `from` (FORMAT.md §17). Only ever a chain's first version.
+    Branch {
+        /// The branch it was made from.
+        from: String,
+        /// The version of that branch it starts from (this version's number).
+        version: u64,
+    },
+    /// The last version of a deleted branch's chain: no transaction commits after it.
+    /// Changes nothing else.
+    DeleteBranch,
 }
 
 /// What kind of operation a transaction is: its name in the history, in outcomes and
@@ -519,11 +541,15 @@ pub enum OperationKind {
     Compact,
     /// Withdraws an announced transaction.
     Withdraw,
+    /// Starts a branch.
+    Branch,
+    /// Ends a deleted branch's chain.
+    DeleteBranch,
 }
 
 impl OperationKind {
     /// Every kind.
-    pub const ALL: [OperationKind; 14] = [
+    pub const ALL: [OperationKind; 16] = [
         OperationKind::Create,
         OperationKind::Append,
         OperationKind::Overwrite,
@@ -538,6 +564,8 @@ impl OperationKind {
         OperationKind::SetProperties,
         OperationKind::Compact,
         OperationKind::Withdraw,
+        OperationKind::Branch,
+        OperationKind::DeleteBranch,
     ];
 
     /// Its name, as in the history (`append`, `add_column`, ...).
@@ -557,6 +585,8 @@ impl OperationKind {
             OperationKind::SetProperties => "set_properties",
             OperationKind::Compact => "compact",
             OperationKind::Withdraw => "withdraw",
+            OperationKind::Branch => "branch",
+            OperationKind::DeleteBranch => "delete_branch",
         }
     }
 
@@ -591,6 +621,8 @@ impl Operation {
             Operation::SetProperties { .. } => OperationKind::SetProperties,
             Operation::Compact { .. } => OperationKind::Compact,
             Operation::Withdraw { .. } => OperationKind::Withdraw,
+            Operation::Branch { .. } => OperationKind::Branch,
+            Operation::DeleteBranch => OperationKind::DeleteBranch,
         }
     }
 
@@ -617,6 +649,8 @@ impl Operation {
             | Operation::WidenColumn { .. }
             | Operation::SetProperties { .. }
             | Operation::Withdraw { .. }
+            | Operation::Branch { .. }
+            | Operation::DeleteBranch
             | Operation::Compact { .. } => 0,
         }
     }
@@ -651,6 +685,23 @@ pub struct TransactionRecord {
     /// commits): the id of that writer's own (first) transaction in the version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub carried_by: Option<Uuid>,
+    /// Set in a branch merge's version: the transaction of the branch this one replays.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged_from: Option<MergedFrom>,
+}
+
+/// The branch transaction a merged transaction replays (FORMAT.md §17).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct MergedFrom {
+    /// The branch's name.
+    pub branch: String,
+    /// The branch's chain (its name may be given to another branch later).
+    pub chain: Uuid,
+    /// The branch's version that committed it.
+    pub version: u64,
+    /// Its id on the branch.
+    pub transaction: Uuid,
 }
 
 /// The root manifest of one version: `_versions/<inverted version>.json`.
@@ -749,6 +800,7 @@ impl Manifest {
             idempotency_key: None,
             job_idempotency_key: None,
             carried_by,
+            merged_from: None,
         };
         Manifest {
             format_version: 1,
@@ -840,7 +892,9 @@ impl Operation {
             | Operation::RenameColumn { .. }
             | Operation::WidenColumn { .. }
             | Operation::SetProperties { .. }
-            | Operation::Withdraw { .. } => Vec::new(),
+            | Operation::Withdraw { .. }
+            | Operation::Branch { .. }
+            | Operation::DeleteBranch => Vec::new(),
         }
     }
 }

@@ -4,6 +4,7 @@
 pub(crate) mod announcement;
 pub(crate) mod manifest;
 pub(crate) mod naming;
+pub(crate) mod refs;
 pub(crate) mod schema;
 pub(crate) mod segments;
 pub(crate) mod staged;

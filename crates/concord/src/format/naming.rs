@@ -19,6 +19,15 @@ pub(crate) const DATA_DIR: &str = "data";
 /// Consumers of the change feed: `_consumers/<name>/<sequence>.json`, one record per
 /// move, created once each (FORMAT.md §11).
 pub(crate) const CONSUMERS_DIR: &str = "_consumers";
+/// Folders of a chain's own objects: a branch keeps them under its chain's folder
+/// (`_branches/<id>/`), the main chain at the table root.
+pub(crate) const CHAIN_DIRS: [&str; 2] = [ANNOUNCED_DIR, CONSUMERS_DIR];
+
+/// Whether `relative` is one of a chain's own objects (see [`CHAIN_DIRS`]).
+pub(crate) fn is_chain_object(relative: &str) -> bool {
+    CHAIN_DIRS.iter().any(|dir| relative.strip_prefix(dir).is_some_and(|rest| rest.is_empty() || rest.starts_with('/')))
+}
+
 /// Advisory hint naming a recent version; may be stale or missing, never trusted alone.
 pub(crate) const LATEST_HINT: &str = "_latest_version_hint.json";
 

@@ -25,7 +25,7 @@ pub(crate) struct Entry {
     pub referenced_data_file: Option<String>,
     /// Data and file sequence numbers (both explicit: every entry is EXISTING).
     pub seqs: Seqs,
-    /// A data file's `first_row_id` (its fragment's id << 32); `None` for delete files.
+    /// A data file's `first_row_id` (its fragment's); `None` for delete files.
     pub first_row_id: Option<i64>,
 }
 

@@ -1,5 +1,5 @@
 //! Row lineage of a published version (FORMAT.md §16): each data file's `first_row_id`
-//! is its fragment's id << 32, so Iceberg's inherited row ids are Concord's derived ones
+//! is its fragment's, so Iceberg's inherited row ids are Concord's derived ones
 //! (and the file's `_row_id` column, field 2147483540, carries the others); its data
 //! sequence number, which Iceberg readers give every row as
 //! `_last_updated_sequence_number`, is the version that last wrote every row of the
@@ -13,15 +13,16 @@ use std::collections::{HashMap, HashSet};
 
 use super::avro::{self, Seqs};
 use super::{PublishError, DIR};
-use crate::format::manifest::{derived_row_id, Fragment, Manifest, Operation};
+use crate::format::manifest::{Fragment, Manifest, Operation};
 use crate::storage::TableStore;
 
 /// What wrote a data file of the version being published.
 enum Written {
     /// An append, overwrite, update or merge: every row was written by this version.
     Now,
-    /// A compaction: its rows were moved unchanged from these fragments.
-    Moved(Vec<u64>),
+    /// A compaction: its rows were moved unchanged from the fragments of these first
+    /// row ids (`None`: an input no longer known).
+    Moved(Vec<Option<u64>>),
 }
 
 /// The sequence numbers of the fragments of one version, as its manifests need them.
@@ -29,7 +30,8 @@ pub(super) struct Lineage {
     version: i64,
     /// The data files this version's transactions wrote, by path.
     written: HashMap<String, Written>,
-    /// Earlier fragments' sequence numbers, by fragment id, from manifests already read.
+    /// Earlier fragments' sequence numbers, by first row id (unique to a fragment), from
+    /// manifests already read.
     known: HashMap<u64, Seqs>,
     /// The previous version's data manifests (names relative to the table), read on a miss.
     unread: Vec<String>,
@@ -39,7 +41,25 @@ pub(super) struct Lineage {
 
 /// The `first_row_id` of a fragment's data file.
 pub(super) fn first_row_id(fragment: &Fragment) -> i64 {
-    derived_row_id(fragment.id, 0)
+    fragment.first_row_id() as i64
+}
+
+/// The first row ids of fragments `ids` of `version` (those found: a removed version
+/// gives none).
+async fn first_row_ids(store: &TableStore, version: u64, ids: &HashSet<u64>) -> Result<HashMap<u64, u64>, PublishError> {
+    let mut found = HashMap::new();
+    let Some(manifest) = store.read_manifest(version).await? else { return Ok(found) };
+    for reference in &manifest.segments {
+        if !ids.iter().any(|id| (reference.min_fragment_id..=reference.max_fragment_id).contains(id)) {
+            continue;
+        }
+        for f in &store.read_segment(reference).await?.fragments {
+            if ids.contains(&f.id) {
+                found.insert(f.id, f.first_row_id());
+            }
+        }
+    }
+    Ok(found)
 }
 
 /// The name, relative to the table, of a manifest listed by its URI.
@@ -52,7 +72,20 @@ impl Lineage {
     /// The lineage of `manifest`'s version; `previous` are the URIs of the data manifests
     /// the previous published version listed and this one does not (where its rebuilt
     /// segments' earlier fragments are).
-    pub(super) fn new(manifest: &Manifest, previous: &[&str]) -> Self {
+    pub(super) async fn new(store: &TableStore, manifest: &Manifest, previous: &[&str]) -> Result<Self, PublishError> {
+        let inputs: HashSet<u64> = manifest
+            .transactions
+            .iter()
+            .flat_map(|t| match &t.operation {
+                Operation::Compact { groups, .. } => groups.iter().flat_map(|g| g.inputs.iter().map(|i| i.fragment_id)).collect(),
+                _ => Vec::new(),
+            })
+            .collect();
+        // A compaction commits alone: its inputs are its parent's fragments.
+        let input_rows = match (inputs.is_empty(), manifest.parent_version) {
+            (false, Some(parent)) => first_row_ids(store, parent, &inputs).await?,
+            _ => HashMap::new(),
+        };
         let mut written = HashMap::new();
         for t in &manifest.transactions {
             let new = match &t.operation {
@@ -63,7 +96,7 @@ impl Lineage {
                 | Operation::Merge { fragments, .. } => fragments.iter().collect(),
                 Operation::Compact { groups, .. } => {
                     for g in groups {
-                        let inputs: Vec<u64> = g.inputs.iter().map(|i| i.fragment_id).collect();
+                        let inputs: Vec<Option<u64>> = g.inputs.iter().map(|i| input_rows.get(&i.fragment_id).copied()).collect();
                         for file in g.outputs.iter().flat_map(|f| &f.files) {
                             written.insert(file.path.clone(), Written::Moved(inputs.clone()));
                         }
@@ -77,7 +110,7 @@ impl Lineage {
             }
         }
         let unread = previous.iter().filter_map(|uri| relative(uri)).collect();
-        Lineage { version: manifest.version as i64, written, known: HashMap::new(), unread, read: HashSet::new() }
+        Ok(Lineage { version: manifest.version as i64, written, known: HashMap::new(), unread, read: HashSet::new() })
     }
 
     /// The sequence numbers of `fragments`' data files, in order: those of a segment whose
@@ -89,8 +122,8 @@ impl Lineage {
             .iter()
             .flat_map(|f| match self.written.get(&f.files[0].path) {
                 Some(Written::Now) => Vec::new(),
-                Some(Written::Moved(inputs)) => inputs.clone(),
-                None => vec![f.id],
+                Some(Written::Moved(inputs)) => inputs.iter().flatten().copied().collect(),
+                None => vec![f.first_row_id()],
             })
             .collect();
         match self.unread.iter().position(|n| n == own) {
@@ -108,7 +141,7 @@ impl Lineage {
             // A manifest removed by hand, or written before row lineage: its files' are not known.
             let Some(bytes) = store.get_metadata_object(&name).await? else { continue };
             for (first_row_id, seqs) in avro::read_data_entries(&bytes).unwrap_or_default() {
-                self.known.insert((first_row_id as u64) >> 32, seqs);
+                self.known.insert(first_row_id as u64, seqs);
             }
         }
         Ok(fragments.iter().map(|f| self.of(f)).collect())
@@ -121,11 +154,11 @@ impl Lineage {
             Some(Written::Now) => Seqs { data: now, file: now },
             Some(Written::Moved(inputs)) => {
                 // Exact only when every input's rows were last written by one version.
-                let mut data = inputs.iter().map(|id| self.known.get(id).map_or(0, |s| s.data));
+                let mut data = inputs.iter().map(|id| id.and_then(|id| self.known.get(&id)).map_or(0, |s| s.data));
                 let first = data.next().unwrap_or(0);
                 Seqs { data: if data.all(|d| d == first) { first } else { 0 }, file: now }
             }
-            None => self.known.get(&f.id).copied().unwrap_or_default(),
+            None => self.known.get(&f.first_row_id()).copied().unwrap_or_default(),
         }
     }
 }

@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::error::{ErrorKind, OpenError, StorageError};
-use crate::format::manifest::{derived_row_id, Fragment, Manifest, Operation, OperationKind, SegmentRef, PROPERTY_ICEBERG_PUBLISH};
+use crate::format::manifest::{Fragment, Manifest, Operation, OperationKind, SegmentRef, PROPERTY_ICEBERG_PUBLISH};
 use crate::format::schema::Field;
 use crate::storage::TableStore;
 
@@ -362,7 +362,7 @@ async fn publish_version(store: &TableStore, version: u64, previous: Option<Publ
     let schema = schema::schema_json(&manifest.schema, schema_id as i32);
     let leaves = bounds::leaf_types(&manifest.schema);
     let widened = bounds::widened(&leaves);
-    let lineage = lineage_of(store, &manifest, &previous_manifests, &widened);
+    let lineage = lineage_of(store, &manifest, &previous_manifests, &widened).await?;
     let mut written_in = VersionSchema { text: schema.to_string(), widened, leaves, lineage };
 
     // A restore's segments are the restored version's: its manifests are reused too.
@@ -435,20 +435,25 @@ fn check_supported(manifest: &Manifest) -> Result<(), PublishError> {
 
 /// The lineage of `manifest`'s files: the fragments of its rebuilt segments that it did
 /// not write were listed by the previous version's data manifests it does not list.
-fn lineage_of(store: &TableStore, manifest: &Manifest, previous: &[avro::ManifestFile], widened: &str) -> lineage::Lineage {
+async fn lineage_of(
+    store: &TableStore,
+    manifest: &Manifest,
+    previous: &[avro::ManifestFile],
+    widened: &str,
+) -> Result<lineage::Lineage, PublishError> {
     let kept: BTreeSet<String> = manifest.segments.iter().map(|s| uri(store, &manifest_names(s, widened).0)).collect();
     let replaced: Vec<&str> =
         previous.iter().filter(|m| m.content == 0 && !kept.contains(&m.manifest_path)).map(|m| m.manifest_path.as_str()).collect();
-    lineage::Lineage::new(manifest, &replaced)
+    lineage::Lineage::new(store, manifest, &replaced).await
 }
 
 /// Iceberg v3's row lineage fields of `manifest`'s snapshot and metadata: every data
-/// file has its first row id (its fragment's id << 32), so the ids of the version's rows
-/// lie below its next fragment id << 32, the table's `next-row-id`.
+/// file has its fragment's first row id, so the ids the version's rows took from its
+/// chain's counter lie below its `next_row_id`, the table's `next-row-id`.
 fn set_row_lineage(metadata: &mut Value, snapshot: &mut Value, manifest: &Manifest) {
     metadata["format-version"] = json!(3);
     let first_row_id = metadata["next-row-id"].as_i64().unwrap_or(0);
-    let next_row_id = derived_row_id(manifest.next_fragment_id, 0).max(first_row_id);
+    let next_row_id = (manifest.next_row_id as i64).max(first_row_id);
     metadata["next-row-id"] = json!(next_row_id);
     snapshot["first-row-id"] = json!(first_row_id);
     snapshot["added-rows"] = json!(next_row_id - first_row_id);

@@ -114,6 +114,15 @@ pub trait CommitCoordinator: Send + Sync + Debug {
     /// Called after `version` was committed by this process. Best effort.
     async fn after_commit(&self, _version: u64) {}
 
+    /// The coordinator of another chain of versions kept under the table: folder
+    /// `prefix` (relative to the table root, e.g. `_branches/<id>`) holds its versions
+    /// as the table root holds the table's, created once each the same way. Branches,
+    /// tags and the other named records of FORMAT.md §17 are such chains. `None` (the
+    /// default): this coordinator keeps no other chain, and those features are refused.
+    fn chain(&self, _prefix: &str) -> Option<std::sync::Arc<dyn CommitCoordinator>> {
+        None
+    }
+
     /// Where versions live, for messages.
     fn describe_version(&self, version: u64) -> String;
 }

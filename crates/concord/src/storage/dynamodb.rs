@@ -72,7 +72,8 @@ pub struct DynamoDbCoordinator {
     /// Test seam: the next N successful PutItems report an error, as if the response
     /// was lost.
     lose_put_responses: AtomicU32,
-    requests: AtomicU64,
+    /// Requests made, by this coordinator and the chains under it.
+    requests: Arc<AtomicU64>,
 }
 
 /// `dynamodb://<table>` as the commit coordinator of the S3 table at `location`.
@@ -199,7 +200,7 @@ impl DynamoDbCoordinator {
             objects,
             display_prefix: location.display_prefix.clone(),
             lose_put_responses: AtomicU32::new(0),
-            requests: AtomicU64::new(0),
+            requests: Arc::new(AtomicU64::new(0)),
         }
     }
 
@@ -475,5 +476,20 @@ impl CommitCoordinator for DynamoDbCoordinator {
 
     fn describe_version(&self, version: u64) -> String {
         self.objects.describe_version(version)
+    }
+
+    fn chain(&self, prefix: &str) -> Option<Arc<dyn CommitCoordinator>> {
+        Some(Arc::new(DynamoDbCoordinator {
+            client: self.client.clone(),
+            table: self.table.clone(),
+            // A chain's rows have a partition of their own.
+            table_path: format!("{}/{prefix}", self.table_path),
+            store: self.store.clone(),
+            root: naming::resolve(&self.root, prefix),
+            objects: self.objects.chain_under(prefix),
+            display_prefix: self.display_prefix.clone(),
+            lose_put_responses: AtomicU32::new(0),
+            requests: self.requests.clone(),
+        }))
     }
 }

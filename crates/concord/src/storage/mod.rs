@@ -9,6 +9,7 @@ mod location;
 mod object_store_coordinator;
 mod object_stores;
 mod probe;
+mod records;
 mod resolver;
 mod table_store;
 
@@ -21,6 +22,7 @@ pub use location::{latest_lookup, StoreKind, TableLocation, TableLocationBuilder
 pub use object_store_coordinator::{LatestLookup, Lister, ObjectStoreCoordinator};
 pub(crate) use probe::{is_stale_probe_object, PROBE_DIR};
 pub use probe::{probe_store, ProbeReport, PROBE_RACERS, PROBE_STALE_AFTER};
+pub(crate) use records::Records;
 pub use resolver::StoreResolver;
 pub use table_store::MAX_METADATA_BYTES;
 pub(crate) use table_store::{Durable, TableStore};

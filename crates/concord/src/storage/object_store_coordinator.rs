@@ -38,7 +38,7 @@ impl std::fmt::Debug for Lister {
 }
 
 /// Commits by put-if-absent of the version's manifest on the table's own store.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct ObjectStoreCoordinator {
     store: Arc<dyn ObjectStore>,
     /// The same store's paginated listing, when it has one (S3, Azure, GCS): finds the
@@ -69,6 +69,11 @@ impl ObjectStoreCoordinator {
     /// Names objects in messages as `prefix` + path.
     pub fn with_display_prefix(self, prefix: impl Into<String>) -> Self {
         ObjectStoreCoordinator { display_prefix: prefix.into(), ..self }
+    }
+
+    /// The same store's coordinator of the chain under folder `prefix` of the root.
+    pub(crate) fn chain_under(&self, prefix: &str) -> ObjectStoreCoordinator {
+        ObjectStoreCoordinator { root: naming::resolve(&self.root, prefix), ..self.clone() }
     }
 
     fn storage_error(&self, action: &'static str, path: &Path, source: impl Into<crate::error::StorageCause>) -> StorageError {
@@ -212,5 +217,9 @@ impl CommitCoordinator for ObjectStoreCoordinator {
 
     fn describe_version(&self, version: u64) -> String {
         format!("{}{}", self.display_prefix, naming::version_path(&self.root, version))
+    }
+
+    fn chain(&self, prefix: &str) -> Option<Arc<dyn CommitCoordinator>> {
+        Some(Arc::new(self.chain_under(prefix)))
     }
 }

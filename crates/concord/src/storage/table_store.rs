@@ -14,6 +14,7 @@ use crate::env::Env;
 use crate::error::{OpenError, OversizedObject, StorageCause, StorageError};
 use crate::format::announcement::Announcement;
 use crate::format::manifest::{Manifest, Segment, SegmentRef};
+use crate::format::refs::{ChainId, MAIN_BRANCH};
 use crate::format::{naming, segments};
 
 /// Largest metadata object (manifest, segment, transaction record, deletion vector)
@@ -49,6 +50,13 @@ const MANIFEST_CACHE_ENTRIES: usize = 1024;
 #[derive(Debug)]
 pub(crate) struct TableStore {
     location: TableLocation,
+    /// Which chain of versions this store commits to (the location's coordinator is
+    /// that chain's), and its branch's name.
+    chain: ChainId,
+    branch: String,
+    /// The coordinator of the table root: table-wide records (tags, branches) and the
+    /// chains of branches.
+    root_coordinator: Arc<dyn super::CommitCoordinator>,
     /// Manifests by version (see `MANIFEST_CACHE_ENTRIES`).
     manifests: Mutex<std::collections::BTreeMap<u64, Arc<Manifest>>>,
     segment_cache: Mutex<HashMap<String, Arc<Segment>>>,
@@ -68,6 +76,9 @@ pub(crate) struct TableStore {
 impl TableStore {
     pub(crate) fn new(location: TableLocation) -> Self {
         TableStore {
+            chain: ChainId::Main,
+            branch: MAIN_BRANCH.to_string(),
+            root_coordinator: location.coordinator.clone(),
             location,
             manifests: Mutex::new(std::collections::BTreeMap::new()),
             segment_cache: Mutex::new(HashMap::new()),
@@ -76,6 +87,40 @@ impl TableStore {
             key_index: tokio::sync::Mutex::new((None, HashMap::new())),
             followed_up: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// The same table's store on chain `chain` (branch `branch`): its versions are that
+    /// chain's; data files, segments and table-wide records are shared.
+    pub(crate) fn for_chain(&self, chain: ChainId, branch: &str) -> Result<TableStore, StorageError> {
+        let coordinator = match chain {
+            ChainId::Main => self.root_coordinator.clone(),
+            ChainId::Branch(_) => {
+                let prefix = chain.prefix();
+                let prefix = prefix.trim_end_matches('/');
+                self.root_coordinator
+                    .chain(prefix)
+                    .ok_or_else(|| StorageError::new("opening", self.display(prefix), StorageCause::NoNamedRecords))?
+            }
+        };
+        let mut store = TableStore::new(self.location.clone().with_coordinator(coordinator));
+        (store.chain, store.branch, store.root_coordinator) = (chain, branch.to_string(), self.root_coordinator.clone());
+        Ok(store)
+    }
+
+    /// The chain of versions this store commits to.
+    pub(crate) fn chain(&self) -> ChainId {
+        self.chain
+    }
+
+    /// The name of its branch (`main` for the table's own chain).
+    pub(crate) fn branch(&self) -> &str {
+        &self.branch
+    }
+
+    /// The coordinator of the table root (its main chain; the chains of branches and
+    /// table-wide records are under it).
+    pub(crate) fn root_coordinator(&self) -> &Arc<dyn super::CommitCoordinator> {
+        &self.root_coordinator
     }
 
     /// Whether this caller is the first of this handle to follow up `version` after its
@@ -141,8 +186,16 @@ impl TableStore {
         cache.insert(relative.to_string(), rows);
     }
 
+    /// The path of `relative` (a name relative to the table root). A chain's own objects
+    /// (its announcements and consumers, [`naming::CHAIN_DIRS`]) are under its chain's
+    /// folder: a branch's store resolves them there.
     pub(crate) fn path(&self, relative: &str) -> Path {
-        naming::resolve(&self.location.root, relative)
+        match self.chain {
+            ChainId::Branch(_) if naming::is_chain_object(relative) => {
+                naming::resolve(&self.location.root, &format!("{}{relative}", self.chain.prefix()))
+            }
+            _ => naming::resolve(&self.location.root, relative),
+        }
     }
 
     /// The table's URI, as given.
@@ -174,6 +227,11 @@ impl TableStore {
     }
 
     // ---------------------------------------------------------------- versions
+
+    /// The commit coordinator of the table's versions.
+    pub(crate) fn coordinator(&self) -> &Arc<dyn super::CommitCoordinator> {
+        &self.location.coordinator
+    }
 
     /// What the commit coordinator can do.
     pub(crate) fn capabilities(&self) -> CoordinatorCapabilities {
@@ -265,10 +323,15 @@ impl TableStore {
         Ok(listed.objects.iter().map(|m| self.relative(&m.location)).chain(folders).collect())
     }
 
-    /// `path` relative to the table root.
+    /// `path` relative to the table root (a chain's own objects relative to its folder,
+    /// as [`Self::path`] resolves them).
     fn relative(&self, path: &Path) -> String {
         let (root, full) = (self.location.root.as_ref(), path.as_ref());
-        full.strip_prefix(root).map(|r| r.trim_start_matches('/')).unwrap_or(full).to_string()
+        let relative = full.strip_prefix(root).map(|r| r.trim_start_matches('/')).unwrap_or(full);
+        match relative.strip_prefix(&self.chain.prefix()) {
+            Some(own) if self.chain != ChainId::Main && naming::is_chain_object(own) => own.to_string(),
+            _ => relative.to_string(),
+        }
     }
 
     /// Removes `relative` (gone already is fine).
@@ -387,34 +450,6 @@ impl TableStore {
     /// fresh name that is safe, so such failures (`Generic`) are tried again here.
     pub(crate) async fn put_new(&self, relative: &str, bytes: Bytes) -> Result<(), StorageError> {
         self.put_new_synced_later(relative, bytes).await?.wait().await
-    }
-
-    /// Creates `relative` with `bytes` unless it exists (create-if-absent): `true` if
-    /// this call created it. Another writer's object of the same name is `false`; an
-    /// unclear answer is settled by reading the object back (its bytes are ours only if
-    /// we wrote them: callers put something unique in them). For the small records of
-    /// named references (consumers, tags), whose names several writers race for.
-    pub(crate) async fn create_once(&self, relative: &str, bytes: Bytes) -> Result<bool, StorageError> {
-        let path = self.path(relative);
-        let error = |source: object_store::Error| StorageError::new("creating", self.location.display(&path), source);
-        let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
-        let put = match &self.location.local {
-            Some(local) => match local.put_synced_later(&path, PutPayload::from_bytes(bytes.clone()), opts).await {
-                Ok(pending) => pending.wait().await,
-                Err(e) => Err(e),
-            },
-            None => self.location.store.put_opts(&path, PutPayload::from_bytes(bytes.clone()), opts).await.map(|_| ()),
-        };
-        match put {
-            Ok(()) => Ok(true),
-            Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => {
-                Ok(self.get_metadata_object(relative).await?.is_some_and(|found| found == bytes))
-            }
-            Err(e) => match self.get_metadata_object(relative).await {
-                Ok(Some(found)) => Ok(found == bytes),
-                _ => Err(error(e)),
-            },
-        }
     }
 
     /// As [`Self::put_new`], except that on the local filesystem the object's fsync is

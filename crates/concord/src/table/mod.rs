@@ -6,6 +6,7 @@ mod input;
 mod maintain;
 mod prepare;
 mod read;
+mod refs;
 mod staged;
 mod vacuum;
 mod write;
@@ -18,6 +19,7 @@ use chrono::{DateTime, Utc};
 use crate::env::Env;
 use crate::error::{CreateError, OpenError};
 use crate::format::manifest::{format_for, IsolationLevel, Manifest, Operation, TransactionRecord, PROPERTY_ISOLATION};
+use crate::format::refs::ChainId;
 use crate::format::schema::Schema;
 pub(crate) use crate::io::write::Progress;
 pub use crate::io::write::{ProgressFn, WriteProgress};
@@ -30,6 +32,7 @@ pub use changes::{ApplyError, ChangeFeed, ChangeOptions, ConsumerInfo, RowsById,
 pub use input::Input;
 pub use maintain::DEFAULT_COMPACT_TARGET_ROWS;
 pub use read::{ScanOptions, TableScan, TransactionInfo, VersionInfo};
+pub use refs::{BranchInfo, MergeInfo, TagInfo, VersionRef};
 pub use vacuum::{VacuumReport, MIN_VACUUM_RETENTION};
 pub use write::Write;
 
@@ -90,6 +93,7 @@ impl Table {
                 idempotency_key: None,
                 job_idempotency_key: None,
                 carried_by: None,
+                merged_from: None,
             }],
             schema,
             segments: Vec::new(),
@@ -167,7 +171,22 @@ impl Table {
             Some(_) => 0,
             None => self.store.list_versions().await?.first().copied().unwrap_or(0),
         };
-        let oldest = self.read_required(oldest_version).await?;
+        match self.bisect_as_of(oldest_version, &latest, at).await {
+            // Versions kept below removed ones (tagged, FORMAT.md §14): bisect the
+            // unbroken run up to the latest; a time before it is in a removed version.
+            Err(OpenError::Removed { .. }) => {
+                let versions = self.store.list_versions().await?;
+                let unbroken = versions.iter().rev().zip((0..=latest.version).rev()).take_while(|(v, want)| *v == want).last();
+                self.bisect_as_of(unbroken.map_or(latest.version, |(v, _)| *v), &latest, at).await
+            }
+            other => other,
+        }
+    }
+
+    /// The newest version committed at or before `at`, between `oldest` and `latest`
+    /// (every version between them retained).
+    async fn bisect_as_of(&self, oldest: u64, latest: &Arc<Manifest>, at: DateTime<Utc>) -> Result<Table, OpenError> {
+        let oldest = self.read_required(oldest).await?;
         if oldest.timestamp > at {
             return Err(OpenError::NoVersionAt { at: at.to_rfc3339(), oldest: oldest.timestamp.to_rfc3339() });
         }
@@ -239,6 +258,26 @@ impl Table {
     /// The table's URI, as given.
     pub fn uri(&self) -> &str {
         self.store.uri()
+    }
+
+    /// The branch this handle reads and writes (`main`: the table's own chain).
+    pub fn branch_name(&self) -> &str {
+        self.store.branch()
+    }
+
+    /// A handle on chain `chain` (branch `branch`) of the same table, at `version` (its
+    /// latest without). The same handle if it is this one's chain.
+    pub(crate) async fn on_chain(&self, chain: ChainId, branch: &str, version: Option<u64>) -> Result<Table, OpenError> {
+        let (store, memory) = if chain == self.store.chain() {
+            (self.store.clone(), self.memory.clone())
+        } else {
+            (Arc::new(self.store.for_chain(chain, branch)?), Arc::default())
+        };
+        let manifest = match version {
+            Some(v) => version_now(&store, v).await?,
+            None => latest_manifest(&store, &self.env, &memory, None).await?,
+        };
+        Ok(Table::handle(store, memory, self.env.clone(), manifest))
     }
 
     /// Live rows of this version, from the manifest alone (no data read).

@@ -72,8 +72,11 @@ impl<'a> Winner<'a> {
 pub(crate) fn resolve(ours: &Operation, our_schema: &Schema, isolation: IsolationLevel, winner: Winner<'_>) -> Resolution {
     let theirs = winner.schema;
     let their_op = winner.operation;
+    if matches!(their_op, Operation::DeleteBranch) {
+        return rule_deleted_branch_takes_nothing();
+    }
     match ours {
-        Operation::Create => rule_create_never_races(),
+        Operation::Create | Operation::Branch { .. } => rule_create_never_races(),
         Operation::Append { fragments } => rule_written_columns_still_fit(written_fields(fragments), our_schema, theirs),
         Operation::Overwrite { .. } => rule_overwrite_rebases(),
         Operation::Restore { .. } => rule_restore_rebases(),
@@ -104,7 +107,18 @@ pub(crate) fn resolve(ours: &Operation, our_schema: &Schema, isolation: Isolatio
         Operation::SetProperties { .. } => rule_properties_rebase(),
         Operation::Compact { .. } => rule_compaction_yields(their_op),
         Operation::Withdraw { .. } => rule_withdrawal_rebases(),
+        Operation::DeleteBranch => rule_branch_deletion_rebases(),
     }
+}
+
+/// A deleted branch's chain ends with its deletion: nothing commits after it.
+fn rule_deleted_branch_takes_nothing() -> Resolution {
+    Resolution::Incompatible { reason: IncompatibleReason::BranchDeleted }
+}
+
+/// A branch's deletion ends its chain whatever committed before it.
+fn rule_branch_deletion_rebases() -> Resolution {
+    Resolution::Rebase
 }
 
 fn written_fields(fragments: &[crate::format::manifest::NewFragment]) -> Vec<u32> {
@@ -212,7 +226,9 @@ fn rule_compaction_yields(winner: &Operation) -> Resolution {
         | Operation::RenameColumn { .. }
         | Operation::WidenColumn { .. }
         | Operation::SetProperties { .. }
-        | Operation::Withdraw { .. } => Resolution::Rebase,
+        | Operation::Withdraw { .. }
+        | Operation::Branch { .. }
+        | Operation::DeleteBranch => Resolution::Rebase,
     }
 }
 
@@ -330,7 +346,9 @@ fn rule_delete_over(winner: &Operation, isolation: IsolationLevel, added: Range<
         | Operation::RenameColumn { .. }
         | Operation::WidenColumn { .. }
         | Operation::SetProperties { .. }
-        | Operation::Withdraw { .. } => Resolution::Rebase,
+        | Operation::Withdraw { .. }
+        | Operation::Branch { .. }
+        | Operation::DeleteBranch => Resolution::Rebase,
     }
 }
 

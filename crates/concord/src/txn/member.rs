@@ -2,6 +2,7 @@
 //! across attempts (winners judged, re-runs done, attempts made) and its record in the
 //! version that commits it.
 
+use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -15,7 +16,7 @@ use super::ops::{Action, Cx, NextState};
 use super::{CommitInfo, CommitOptions, PreparedTransaction};
 use crate::env::Env;
 use crate::error::{CommitError, IncompatibleReason};
-use crate::format::manifest::{IsolationLevel, Manifest, Operation, TransactionRecord};
+use crate::format::manifest::{IsolationLevel, Manifest, MergedFrom, Operation, TransactionRecord};
 use crate::storage::TableStore;
 
 /// A transaction being committed.
@@ -33,6 +34,44 @@ pub(crate) struct Member<'a> {
     pub(crate) keys_checked: bool,
     /// How it ended; `None` while it is open (to be committed by a coming attempt).
     pub(crate) outcome: Option<Result<CommitInfo, CommitError>>,
+    /// Set when it replays a branch's transaction in a merge.
+    pub(crate) merged: Option<&'a Merged>,
+    /// A merge's member: what winners on the target made it re-run, done where it is
+    /// applied.
+    merge_rerun: Option<RerunScope>,
+}
+
+/// A branch transaction a merge replays (FORMAT.md §17): where it comes from and the
+/// branch's ids of the fragments it adds (in order), which the merge's version gives
+/// new ids (they keep their first row ids). Its operation names fragments the branch
+/// added in the merge's range by the branch's ids (another block than the target's:
+/// no winner on the target touched them); fragments merged before, by the target's.
+#[derive(Debug, Clone)]
+pub(crate) struct Merged {
+    pub(crate) origin: MergedFrom,
+    pub(crate) born: Vec<u64>,
+}
+
+impl Merged {
+    /// `operation` with the fragments the branch added earlier in the merge, named by
+    /// the branch's ids, named by the ids `given` them in the version being built.
+    pub(crate) fn translated(operation: &Operation, given: &HashMap<u64, u64>) -> Operation {
+        let id = |i: &mut u64| {
+            if let Some(t) = given.get(i) {
+                *i = *t;
+            }
+        };
+        let mut op = operation.clone();
+        match &mut op {
+            Operation::Delete { deletions, .. }
+            | Operation::ReplaceWhere { deletions, .. }
+            | Operation::Update { deletions, .. }
+            | Operation::Merge { deletions, .. } => deletions.iter_mut().for_each(|d| id(&mut d.fragment_id)),
+            Operation::Compact { groups, .. } => groups.iter_mut().flat_map(|g| g.inputs.iter_mut()).for_each(|i| id(&mut i.fragment_id)),
+            _ => {}
+        }
+        op
+    }
 }
 
 /// What an attempt found a member to be, before building the version.
@@ -84,7 +123,25 @@ pub(crate) enum Follows {
 impl<'a> Member<'a> {
     pub(crate) fn new(txn: &'a PreparedTransaction, opts: &'a CommitOptions, job_key: Option<&'a str>) -> Self {
         let action = Action::new(txn.operation.clone());
-        Member { txn, opts, job_key, action, judged: Judged::new(txn), rerun_done: false, attempts: 0, keys_checked: false, outcome: None }
+        Member {
+            txn,
+            opts,
+            job_key,
+            action,
+            judged: Judged::new(txn, None),
+            rerun_done: false,
+            attempts: 0,
+            keys_checked: false,
+            outcome: None,
+            merged: None,
+            merge_rerun: None,
+        }
+    }
+
+    /// A member replaying branch transaction `merged` in a merge.
+    pub(crate) fn merging(txn: &'a PreparedTransaction, opts: &'a CommitOptions, merged: &'a Merged) -> Self {
+        let judged = Judged::new(txn, Some(merged.origin.chain));
+        Member { merged: Some(merged), judged, ..Member::new(txn, opts, None) }
     }
 
     /// The operation as it stands (as prepared, plus what re-runs found).
@@ -124,8 +181,19 @@ impl<'a> Member<'a> {
             Some(done) => return Ok(done),
             None => {}
         }
+        // A deleted branch's chain ends: nothing builds on its last version.
+        if base.transactions.iter().any(|t| matches!(t.operation, Operation::DeleteBranch)) {
+            let reason = IncompatibleReason::BranchDeleted;
+            return Err(CommitError::Incompatible { winner_version: base.version, winner_operation: "delete_branch".into(), reason });
+        }
         if let Some(expected) = self.opts.expect_version.filter(|e| *e != base.version) {
             return Err(CommitError::VersionMoved { expected, latest: base.version });
+        }
+        if let (Some(scope), Some(_)) = (&self.judged.pending_rerun, self.merged) {
+            // A merge's member re-runs where it is applied, after the branch's
+            // transactions before it (whose rows the target's base does not hold).
+            self.merge_rerun = Some(RerunScope::widen(self.merge_rerun.take(), scope.clone()));
+            self.judged.pending_rerun = None;
         }
         if let Some(scope) = self.judged.pending_rerun.take() {
             let cx = self.cx(store, env, env.clock.now());
@@ -169,6 +237,11 @@ impl<'a> Member<'a> {
     /// `state` the version after them): as it is, after a re-run on what they changed,
     /// or not at all.
     pub(crate) fn follows(&self, state: &Manifest, earlier: &[Earlier]) -> Follows {
+        // A merge's members are one branch's history, in its order: each follows the
+        // ones before it as it did on the branch.
+        if self.merged.is_some() {
+            return Follows::Rebase;
+        }
         let isolation = self.isolation(state);
         let mut scope = None;
         for (k, e) in earlier.iter().enumerate() {
@@ -193,6 +266,33 @@ impl<'a> Member<'a> {
     pub(crate) async fn apply(&mut self, store: &TableStore, env: &Env, state: &Manifest) -> Result<NextState, CommitError> {
         let cx = self.cx(store, env, env.clock.now());
         self.action.apply(&cx, state).await
+    }
+
+    /// As a merge's member: whether winners on the target made it re-run.
+    pub(crate) fn reruns_merged(&self) -> bool {
+        self.merge_rerun.is_some()
+    }
+
+    /// As a merge's member: its next state on `state` and its operation there, the
+    /// branch's fragments added earlier in the merge named by the ids `given` them
+    /// (then those it adds are named in `given` too).
+    pub(crate) async fn apply_merged(
+        &self,
+        store: &TableStore,
+        env: &Env,
+        state: &Manifest,
+        given: &mut HashMap<u64, u64>,
+    ) -> Result<(NextState, Operation), CommitError> {
+        let cx = self.cx(store, env, env.clock.now());
+        let mut translated = Action::new(Merged::translated(&self.operation(), given));
+        if let Some(scope) = &self.merge_rerun {
+            translated.rerun(&cx, state, scope).await?;
+        }
+        let next = translated.apply(&cx, state).await?;
+        if let Some(merged) = self.merged {
+            given.extend(merged.born.iter().copied().zip(state.next_fragment_id..next.next.fragment));
+        }
+        Ok((next, translated.operation()))
     }
 
     /// Its next state on `state` after re-running `scope` there (a job member after
@@ -228,6 +328,7 @@ impl<'a> Member<'a> {
             idempotency_key: self.opts.idempotency_key.clone(),
             job_idempotency_key: self.job_key.map(str::to_string),
             carried_by: None,
+            merged_from: self.merged.map(|m| m.origin.clone()),
         }
     }
 }
@@ -240,11 +341,14 @@ struct Judged {
     next_id: u64,
     rebased_over: Vec<u64>,
     pending_rerun: Option<RerunScope>,
+    /// A merge's member: the branch's chain, whose transactions merged before are its
+    /// own history (not winners).
+    merging: Option<Uuid>,
 }
 
 impl Judged {
-    fn new(txn: &PreparedTransaction) -> Self {
-        Judged { up_to: txn.read_version, next_id: txn.read_next_fragment_id, rebased_over: Vec::new(), pending_rerun: None }
+    fn new(txn: &PreparedTransaction, merging: Option<Uuid>) -> Self {
+        Judged { up_to: txn.read_version, next_id: txn.read_next_fragment_id, rebased_over: Vec::new(), pending_rerun: None, merging }
     }
 
     /// Judges every winner up to `base` with the pure conflict rules. `Some`: the
@@ -282,7 +386,8 @@ impl Judged {
             // Each transaction of a shared version is a winner of its own. Judged against
             // the operation as re-runs have extended it: a winner touching rows a re-run
             // added is as much a conflict as one touching the original rows.
-            for theirs in &winner.transactions {
+            let own = |t: &&TransactionRecord| self.merging.is_some() && t.merged_from.as_ref().map(|m| m.chain) == self.merging;
+            for theirs in winner.transactions.iter().filter(|t| !own(t)) {
                 match conflict::resolve(&ours, &txn.read_schema, isolation, Winner::new(&theirs.operation, &winner.schema, added.clone())) {
                     Resolution::Rebase => {}
                     Resolution::Rerun(scope) => self.pending_rerun = Some(RerunScope::widen(self.pending_rerun.take(), scope)),

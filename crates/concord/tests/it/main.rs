@@ -6,6 +6,7 @@
 
 mod common;
 mod counting;
+mod refs;
 mod replay;
 mod servers;
 

@@ -56,7 +56,7 @@ pub fn replay(
             previous.into_iter().filter(|id| !matches(*id)).chain(written[&t.id].iter().copied()).collect()
         }
         // A withdrawn transaction (cooperative commits) changes nothing.
-        Operation::Withdraw { .. } => previous,
+        Operation::Withdraw { .. } | Operation::DeleteBranch => previous,
         other => panic!("no {} in these histories", other.name()),
     }
 }

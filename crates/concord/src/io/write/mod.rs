@@ -255,7 +255,7 @@ impl<'a> FragmentWriter<'a> {
     fn upload_of(&self, bytes: Vec<u8>, fields: Vec<u32>, stats: Vec<ColumnStats>, rows: u64) -> Upload {
         let path = naming::data_file_name(self.env.new_uuid());
         let size_bytes = bytes.len() as u64;
-        let fragment = NewFragment { files: vec![DataFile { path, fields, size_bytes, stats }], rows };
+        let fragment = NewFragment { files: vec![DataFile { path, fields, size_bytes, stats }], rows, first_row_id: None };
         Upload { fragment, bytes: Bytes::from(bytes) }
     }
 

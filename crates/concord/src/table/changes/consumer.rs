@@ -1,9 +1,9 @@
 //! Consumers: named cursors of the change feed, stored in the table (FORMAT.md §11,
-//! "Consumers"). A consumer is the chain `_consumers/<name>/<sequence>.json` of its
-//! records, each created once (create-if-absent): its position is its newest record's
-//! version. Moving it creates the next record, so of two processes moving it at once
-//! one wins and the other gets [`ConsumerError::Moved`] (compare-and-swap); dropping
-//! it is a record too. Vacuum keeps every version from the oldest live consumer's on.
+//! "Consumers"). A consumer is the chain of records `_consumers/<name>` (FORMAT.md
+//! §17), each created once: its position is its newest record's version. Moving it
+//! creates the next record, so of two processes moving it at once one wins and the
+//! other gets [`ConsumerError::Moved`] (compare-and-swap); dropping it is a record too.
+//! Vacuum keeps every version from the oldest live consumer's on.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -58,8 +58,9 @@ fn check_name(name: &str) -> Result<(), ConsumerError> {
     }
 }
 
-fn record_name(name: &str, sequence: u64) -> String {
-    format!("{CONSUMERS_DIR}/{name}/{sequence:020}.json")
+/// The folder of consumer `name`'s records.
+pub(crate) fn records_name(name: &str) -> String {
+    format!("{CONSUMERS_DIR}/{name}")
 }
 
 impl Table {
@@ -165,7 +166,7 @@ impl Table {
     ) -> Result<ConsumerInfo, ConsumerError> {
         let record = Record { version, at: self.env.clock.now(), dropped, writer: self.env.new_uuid() };
         let bytes = serde_json::to_vec(&record).expect("a record serializes");
-        if self.store.create_once(&record_name(name, sequence), bytes.into()).await? {
+        if self.store.chain_records(&records_name(name))?.create(sequence, bytes.into()).await? {
             return Ok(ConsumerInfo { name: name.to_string(), version, updated_at: record.at });
         }
         let found = self.newest_record(name).await?;
@@ -176,25 +177,19 @@ impl Table {
         })
     }
 
-    /// Whether the consumer record at `relative` drops its consumer (an unreadable one
-    /// is not taken for a drop).
-    pub(crate) async fn is_drop_record(&self, relative: &str) -> bool {
-        let Ok(Some(bytes)) = self.store.get_metadata_object(relative).await else { return false };
+    /// Whether record `number` of the consumer whose records are `records` drops it (an
+    /// unreadable one is not taken for a drop).
+    pub(crate) async fn is_drop_record(&self, records: &crate::storage::Records, number: u64) -> bool {
+        let Ok(Some(bytes)) = records.read(number).await else { return false };
         serde_json::from_slice::<Record>(&bytes).is_ok_and(|r| r.dropped)
     }
 
     /// The newest record of consumer `name`, if it has any.
     async fn newest_record(&self, name: &str) -> Result<Option<Newest>, ConsumerError> {
-        let folder = format!("{CONSUMERS_DIR}/{name}");
-        let listed = self.store.list_dir(&folder).await?;
-        let newest = listed
-            .iter()
-            .filter_map(|(relative, _)| relative.rsplit('/').next()?.strip_suffix(".json")?.parse::<u64>().ok().map(|s| (s, relative)))
-            .max_by_key(|(s, _)| *s);
-        let Some((sequence, relative)) = newest else { return Ok(None) };
-        let Some(bytes) = self.store.get_metadata_object(relative).await? else { return Ok(None) };
+        let records = self.store.chain_records(&records_name(name))?;
+        let Some((sequence, bytes)) = records.newest().await? else { return Ok(None) };
         let record: Record =
-            serde_json::from_slice(&bytes).map_err(|e| CorruptObject { path: self.store.display(relative), reason: e.to_string() })?;
+            serde_json::from_slice(&bytes).map_err(|e| CorruptObject { path: records.describe(sequence), reason: e.to_string() })?;
         Ok(Some(Newest { sequence, record }))
     }
 }

@@ -14,6 +14,7 @@
 //! rows of version W (the tests check it on random histories).
 
 mod apply;
+mod classify;
 mod consumer;
 mod net;
 mod replay;
@@ -21,13 +22,14 @@ mod replay;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, AsArray, BooleanArray, Int64Array, RecordBatch, StringArray, TimestampNanosecondArray, UInt32Array};
+use arrow::array::{AsArray, BooleanArray, RecordBatch};
 use arrow::datatypes::{DataType, Field as ArrowField, Int64Type, Schema as ArrowSchema, SchemaRef, TimeUnit};
 use chrono::{DateTime, Utc};
 use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
 use uuid::Uuid;
 
 pub use self::apply::{ApplyError, RowsById};
+pub(crate) use self::consumer::records_name as consumer_records;
 pub use self::consumer::ConsumerInfo;
 use self::replay::{Replay, TxnRows};
 use super::Table;
@@ -220,8 +222,13 @@ impl Reading {
 
 type Versions = BoxStream<'static, (u64, Result<Option<Arc<Manifest>>, OpenError>)>;
 
+/// Transactions whose changes a feed reads at once (their rows are read and paired
+/// while the replay goes on).
+const READ_AHEAD: usize = 4;
+
 /// The changes of `versions` (in order, each after the one before, the first after
-/// `base`), one version at a time.
+/// `base`). The replay goes one version at a time (cheap: records and manifests); the
+/// rows of up to [`READ_AHEAD`] transactions are read at once, in order.
 fn feed(
     store: Arc<TableStore>,
     base: Arc<Manifest>,
@@ -229,153 +236,96 @@ fn feed(
     read: Arc<Reading>,
 ) -> BoxStream<'static, Result<RecordBatch, ChangesError>> {
     let replay = Replay::new(store.clone(), base);
-    stream::try_unfold((replay, versions, store, read), |(mut replay, mut versions, store, read)| async move {
+    let replayed = stream::try_unfold((replay, versions), |(mut replay, mut versions)| async move {
         let Some((v, manifest)) = versions.next().await else { return Ok::<_, ChangesError>(None) };
         let manifest = manifest?.ok_or(OpenError::Removed { version: v })?;
         let mut out = Vec::new();
         for t in &manifest.transactions {
             let rows = replay.apply(&t.operation).await?;
-            if let Some(batch) = txn_changes(&store, &read, &manifest, t.id, rows).await? {
-                out.push(Ok(batch));
-            }
+            out.push(Ok((manifest.clone(), t.id, rows)));
         }
         replay.verify(&manifest).await?;
-        Ok(Some((stream::iter(out), (replay, versions, store, read))))
+        Ok(Some((stream::iter(out), (replay, versions))))
     })
-    .try_flatten()
-    .boxed()
+    .try_flatten();
+    replayed
+        .map_ok(move |(manifest, txn, rows)| {
+            let (store, read) = (store.clone(), read.clone());
+            // A task of its own: the transactions read ahead decode on every core.
+            let task = tokio::spawn(async move { txn_changes(store, &read, &manifest, txn, rows).await });
+            async move { task.await.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic())) }
+        })
+        .try_buffered(READ_AHEAD)
+        .map_ok(|batches| stream::iter(batches.into_iter().map(Ok)))
+        .try_flatten()
+        .boxed()
 }
 
-/// The changes of one transaction (`txn` of `version`), `None` if it changed no row
-/// the feed gives.
+/// The changes of one transaction (`txn` of `version`): the rows it removed, then the
+/// rows it added, as the feed gives them (none if it changed no row the feed gives).
 async fn txn_changes(
-    store: &TableStore,
+    store: Arc<TableStore>,
     read: &Reading,
     version: &Manifest,
     txn: Uuid,
     rows: TxnRows,
-) -> Result<Option<RecordBatch>, ChangesError> {
+) -> Result<Vec<RecordBatch>, ChangesError> {
     let plan = Arc::new(ScanPlan::all(&read.schema).with_row_ids());
-    let removed = read_all(store, &plan, &rows.removed).await?;
-    let added = read_all(store, &plan, &rows.added).await?;
-    let Some(changes) = classify(&plan.schema(), removed, added, rows.restore)? else { return Ok(None) };
+    let (removed, added) = futures::try_join!(read_all(&store, &plan, rows.removed), read_all(&store, &plan, rows.added))?;
+    let failed = |e: arrow::error::ArrowError| {
+        ChangesError::from(CorruptObject { path: format!("version {}", version.version), reason: e.to_string() })
+    };
+    let changes = classify::classify(&plan.schema(), removed, added, rows.restore).map_err(failed)?;
     let changes = match &read.filter {
-        Some(filter) => keep_matching(&changes, filter, &read.schema)?,
+        Some(filter) => keep_matching(changes, filter, &read.schema)?,
         None => changes,
     };
-    if changes.num_rows() == 0 {
-        return Ok(None);
-    }
-    Ok(Some(output(read, &changes, version.version, txn, version.timestamp)?))
+    // The version's time exactly (nanoseconds, as stored): given back as `--from-time`
+    // it names this version.
+    let at = version.timestamp;
+    let nanos = at.timestamp_nanos_opt().ok_or_else(|| CorruptObject {
+        path: format!("version {}", version.version),
+        reason: format!("its time {at} is outside 1677-2262"),
+    })?;
+    let stamp = classify::Stamp { version: version.version, txn: &txn.to_string(), nanos };
+    changes.iter().filter(|b| b.num_rows() > 0).map(|b| classify::stamped(&read.output, &read.given, b, &stamp).map_err(failed)).collect()
 }
 
-/// The rows `at` (each fragment's, by offset), with their ids.
-async fn read_all(store: &TableStore, plan: &Arc<ScanPlan>, at: &[replay::At]) -> Result<Vec<RecordBatch>, ChangesError> {
-    let mut batches = Vec::new();
-    for (fragment, offsets) in at {
-        batches.extend(scan::read_rows(store, fragment, plan.clone(), Rows::At(Arc::new(offsets.clone()))).await?);
-    }
-    Ok(batches)
+/// Fragments whose rows a transaction's feed reads at once (each on a task of its own).
+const FRAGMENTS_AT_ONCE: usize = 2;
+
+/// The rows `at` (each fragment's, by offset), with their ids, in order.
+async fn read_all(store: &Arc<TableStore>, plan: &Arc<ScanPlan>, at: Vec<replay::At>) -> Result<Vec<RecordBatch>, ChangesError> {
+    let reads = at.into_iter().map(|(fragment, offsets)| {
+        let (store, plan) = (store.clone(), plan.clone());
+        let task = tokio::spawn(async move { scan::read_rows(&store, &fragment, plan, Rows::At(Arc::new(offsets))).await });
+        async move { task.await.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic())) }
+    });
+    let batches: Vec<Vec<RecordBatch>> = stream::iter(reads).buffered(FRAGMENTS_AT_ONCE).try_collect().await?;
+    Ok(batches.into_iter().flatten().collect())
 }
 
-/// The rows removed and added, as one batch sorted by row id, each with its kind (a
-/// last `_change_type` column): an id in both is an update, its preimage first. In a
-/// restore, a row removed and added again with the same values is no change.
-fn classify(
-    schema: &SchemaRef,
-    removed: Vec<RecordBatch>,
-    added: Vec<RecordBatch>,
-    restore: bool,
-) -> Result<Option<RecordBatch>, ChangesError> {
-    let failed = |e: arrow::error::ArrowError| ChangesError::from(CorruptObject { path: "change feed".into(), reason: e.to_string() });
-    let removed = arrow::compute::concat_batches(schema, &removed).map_err(failed)?;
-    let added = arrow::compute::concat_batches(schema, &added).map_err(failed)?;
-    if removed.num_rows() + added.num_rows() == 0 {
-        return Ok(None);
-    }
-    let id_column = schema.fields().len() - 1;
-    let ids = |b: &RecordBatch| b.column(id_column).as_primitive::<Int64Type>().values().iter().copied().collect::<HashSet<i64>>();
-    let (removed_ids, added_ids) = (ids(&removed), ids(&added));
-    let all = arrow::compute::concat_batches(schema, [&removed, &added]).map_err(failed)?;
-    let side: UInt32Array = (0..all.num_rows()).map(|i| u32::from(i >= removed.num_rows())).collect();
-    let kinds: StringArray = (0..all.num_rows())
-        .map(|i| {
-            let id = all.column(id_column).as_primitive::<Int64Type>().value(i);
-            Some(match i < removed.num_rows() {
-                true if added_ids.contains(&id) => PREIMAGE,
-                true => DELETE,
-                false if removed_ids.contains(&id) => POSTIMAGE,
-                false => INSERT,
-            })
-        })
-        .collect();
-    let sort = [
-        arrow::compute::SortColumn { values: all.column(id_column).clone(), options: None },
-        arrow::compute::SortColumn { values: Arc::new(side), options: None },
-    ];
-    let order = arrow::compute::lexsort_to_indices(&sort, None).map_err(failed)?;
-    let mut columns: Vec<ArrayRef> = all.columns().to_vec();
-    columns.push(Arc::new(kinds));
-    let columns = columns.iter().map(|c| arrow::compute::take(c, &order, None)).collect::<Result<Vec<_>, _>>().map_err(failed)?;
-    let mut fields: Vec<arrow::datatypes::FieldRef> = schema.fields().iter().cloned().collect();
-    fields.push(Arc::new(ArrowField::new("_change_type", DataType::Utf8, false)));
-    let sorted = RecordBatch::try_new(Arc::new(ArrowSchema::new(fields)), columns).map_err(failed)?;
-    if !restore {
-        return Ok(Some(sorted));
-    }
-    let keep = unchanged_pairs(&sorted, id_column).map_err(failed)?;
-    Ok(Some(arrow::compute::filter_record_batch(&sorted, &keep).map_err(failed)?))
-}
-
-/// In `sorted` (by row id, a pair's preimage first): false for both rows of a pair
-/// whose table columns (those before `id_column`) are equal.
-fn unchanged_pairs(sorted: &RecordBatch, id_column: usize) -> Result<BooleanArray, arrow::error::ArrowError> {
-    let kinds = sorted.column(id_column + 1).as_string::<i32>();
-    let table = sorted.project(&(0..id_column).collect::<Vec<_>>())?;
-    let converter =
-        arrow::row::RowConverter::new(table.schema().fields().iter().map(|f| arrow::row::SortField::new(f.data_type().clone())).collect())?;
-    let rows = converter.convert_columns(table.columns())?;
-    let mut keep = vec![true; sorted.num_rows()];
-    for i in 0..sorted.num_rows().saturating_sub(1) {
-        if kinds.value(i) == PREIMAGE && kinds.value(i + 1) == POSTIMAGE && rows.row(i) == rows.row(i + 1) {
-            keep[i] = false;
-            keep[i + 1] = false;
-        }
-    }
-    Ok(BooleanArray::from(keep))
-}
-
-/// The rows of `changes` whose row matches `filter`, with their pair.
-fn keep_matching(changes: &RecordBatch, filter: &Predicate, schema: &Schema) -> Result<RecordBatch, ChangesError> {
+/// The rows of `changes` whose row matches `filter`, with their pair (an update's two
+/// rows go together if either matches).
+fn keep_matching(changes: Vec<RecordBatch>, filter: &Predicate, schema: &Schema) -> Result<Vec<RecordBatch>, ChangesError> {
     let failed = |e: arrow::error::ArrowError| ChangesError::from(CorruptObject { path: "change feed".into(), reason: e.to_string() });
     let indices: Vec<usize> =
         filter.fields.iter().map(|f| schema.fields.iter().position(|t| t.id == f.id).expect("a table field")).collect();
-    let input =
-        RecordBatch::try_new(filter.schema.clone(), indices.iter().map(|&i| changes.column(i).clone()).collect()).map_err(failed)?;
-    let hits =
-        filter.evaluate(&input).map_err(|e| crate::error::PredicateError::Failed { sql: filter.sql.clone(), reason: e.to_string() })?;
-    let ids = changes.column(schema.fields.len()).as_primitive::<Int64Type>();
-    let hit_ids: HashSet<i64> = (0..hits.len()).filter(|&i| hits.value(i)).map(|i| ids.value(i)).collect();
-    let keep: BooleanArray = (0..ids.len()).map(|i| Some(hit_ids.contains(&ids.value(i)))).collect();
-    arrow::compute::filter_record_batch(changes, &keep).map_err(failed)
-}
-
-/// `changes` (table columns, row id, kind) as the feed gives them: the columns asked
-/// for, then the feed's own.
-fn output(read: &Reading, changes: &RecordBatch, version: u64, txn: Uuid, at: DateTime<Utc>) -> Result<RecordBatch, ChangesError> {
-    let rows = changes.num_rows();
-    let n = read.schema.fields.len();
-    let mut columns: Vec<ArrayRef> = read.given.iter().map(|&i| changes.column(i).clone()).collect();
-    columns.push(changes.column(n + 1).clone());
-    columns.push(changes.column(n).clone());
-    columns.push(Arc::new(Int64Array::from(vec![version as i64; rows])));
-    columns.push(Arc::new(StringArray::from(vec![txn.to_string(); rows])));
-    // The version's time exactly (nanoseconds, as stored): given back as `--from-time`
-    // it names this version.
-    let nanos = at
-        .timestamp_nanos_opt()
-        .ok_or_else(|| CorruptObject { path: format!("version {version}"), reason: format!("its time {at} is outside 1677-2262") })?;
-    columns.push(Arc::new(TimestampNanosecondArray::from(vec![nanos; rows]).with_timezone("UTC")));
-    RecordBatch::try_new(read.output.clone(), columns)
-        .map_err(|e| CorruptObject { path: format!("version {version}"), reason: e.to_string() }.into())
+    let id = |b: &RecordBatch| b.column(schema.fields.len()).as_primitive::<Int64Type>().clone();
+    let mut hit_ids: HashSet<i64> = HashSet::new();
+    for batch in &changes {
+        let input =
+            RecordBatch::try_new(filter.schema.clone(), indices.iter().map(|&i| batch.column(i).clone()).collect()).map_err(failed)?;
+        let hits =
+            filter.evaluate(&input).map_err(|e| crate::error::PredicateError::Failed { sql: filter.sql.clone(), reason: e.to_string() })?;
+        let ids = id(batch);
+        hit_ids.extend((0..hits.len()).filter(|&i| hits.value(i)).map(|i| ids.value(i)));
+    }
+    changes
+        .iter()
+        .map(|batch| {
+            let keep: BooleanArray = id(batch).values().iter().map(|i| Some(hit_ids.contains(i))).collect();
+            arrow::compute::filter_record_batch(batch, &keep).map_err(failed)
+        })
+        .collect()
 }

@@ -105,7 +105,10 @@ impl Replay {
             | Operation::RenameColumn { .. }
             | Operation::WidenColumn { .. }
             | Operation::SetProperties { .. }
-            | Operation::Withdraw { .. } => {}
+            | Operation::Withdraw { .. }
+            | Operation::DeleteBranch
+            // Only ever a chain's first version: never in a range's replay.
+            | Operation::Branch { .. } => {}
         }
         Ok(rows)
     }
@@ -141,7 +144,11 @@ impl Replay {
     /// Adds `fragments` as a commit does: ids assigned in order.
     fn add(&mut self, fragments: &[NewFragment], rows: &mut TxnRows) -> Result<(), ChangesError> {
         for new in fragments {
-            let Some((id, first_row_id)) = self.next.assign(new.rows) else {
+            let assigned = match new.first_row_id {
+                Some(kept) => Some((self.next.take_fragment_id(), kept)),
+                None => self.next.assign(new.rows),
+            };
+            let Some((id, first_row_id)) = assigned else {
                 let reason = format!("its fragments' row ids pass the end of the range at {}", self.next.row);
                 return Err(CorruptObject { path: "a version of the range".into(), reason }.into());
             };

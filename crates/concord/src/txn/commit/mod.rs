@@ -31,7 +31,7 @@ use super::cooperative::carry::{self, withdraw_record};
 use super::cooperative::line::CarryFrom;
 use super::cooperative::{self as coop, unsettled};
 use super::handle::Writer;
-use super::member::{Follows, Member, Ready};
+use super::member::{Follows, Member, Merged, Ready};
 use super::ops::NextState;
 use super::settle::{create_and_settle, Attempt, Create};
 use super::{CommitInfo, CommitOptions, PreparedTransaction};
@@ -109,6 +109,23 @@ pub(crate) async fn commit_job(
     }
 }
 
+/// Commits a branch merge (FORMAT.md §17): the branch's transactions `batch`, replayed
+/// in their order as one version, all or none. Each is judged against the target's
+/// winners since the branch started (the branch's own transactions merged before are
+/// not winners) and follows the ones before it as it did on the branch.
+pub(crate) async fn commit_merge(
+    w: Writer<'_>,
+    batch: &[(PreparedTransaction, CommitOptions, Merged)],
+) -> Result<Vec<CommitInfo>, CommitError> {
+    loop {
+        let members = batch.iter().map(|(txn, opts, merged)| Member::merging(txn, opts, merged)).collect();
+        let finished = run_members(w, members, Sharing::Together).await?;
+        if let Some(infos) = finished.members.into_iter().collect::<Option<Result<Vec<_>, _>>>() {
+            return infos;
+        }
+    }
+}
+
 /// How a batch ended: each member's outcome (`None`: not committed, left for a later
 /// version), or, for a job, the job as found committed under its key.
 struct Finished {
@@ -124,17 +141,34 @@ async fn run(
     sharing: Sharing,
     job_key: Option<&str>,
 ) -> Result<Finished, CommitError> {
-    let started = w.env.clock.monotonic();
     let members: Vec<Member<'_>> = batch.iter().map(|(txn, opts)| Member::new(txn, opts, job_key)).collect();
-    let read_version = batch.iter().map(|(txn, _)| txn.read_version).max().unwrap_or(0);
+    let carriable = sharing == Sharing::Group && matches!(batch, [(txn, opts)] if coop::carriable(txn, opts));
+    run_members_announcing(w, members, sharing, carriable).await
+}
+
+/// Runs the rounds for `members` (none announced).
+async fn run_members(w: Writer<'_>, members: Vec<Member<'_>>, sharing: Sharing) -> Result<Finished, CommitError> {
+    run_members_announcing(w, members, sharing, false).await
+}
+
+/// Runs the rounds for `members`, the one announcing itself if `announces`.
+async fn run_members_announcing(
+    w: Writer<'_>,
+    members: Vec<Member<'_>>,
+    sharing: Sharing,
+    announces: bool,
+) -> Result<Finished, CommitError> {
+    let started = w.env.clock.monotonic();
+    let read_version = members.iter().map(|m| m.txn.read_version).max().unwrap_or(0);
     let base = match start_base(w, read_version).await {
         Ok(base) => base,
         Err(e) => return Err(e),
     };
     let latency = w.memory.attempt_latency().unwrap_or(members[0].opts.retry.min_backoff);
     let mut memory = Memory::new(sharing, started, base, w.env.clock.now(), latency);
-    memory.announces = sharing == Sharing::Group && matches!(batch, [(txn, opts)] if coop::carriable(txn, opts));
-    let mut driver = Driver { w, own: batch.iter().map(|(txn, _)| txn.id).collect(), members, memory, job_replayed: None };
+    memory.announces = announces;
+    let own = members.iter().map(|m| m.txn.id).collect();
+    let mut driver = Driver { w, own, members, memory, job_replayed: None };
     let result = driver.rounds().await;
     driver.settle_announced(result).await
 }
@@ -412,8 +446,17 @@ impl Driver<'_, '_> {
         let (w, sharing) = (self.w, self.memory.sharing);
         let mut building = Building::new(w.env, &self.memory.base);
         let mut included = Vec::new();
+        // A merge: the ids the version gives the branch's fragments, by the branch's.
+        let mut given = std::collections::HashMap::new();
         for (i, member) in self.members.iter_mut().enumerate().filter(|(_, m)| m.outcome.is_none()) {
             let applied = match (member.follows(building.state(), building.earlier()), sharing) {
+                (Follows::Rebase, _) if member.merged.is_some() => {
+                    let rerun = member.reruns_merged();
+                    member
+                        .apply_merged(w.store, w.env, building.state(), &mut given)
+                        .await
+                        .map(|(next, operation)| (next, operation, rerun))
+                }
                 (Follows::Rebase, _) => member.apply(w.store, w.env, building.state()).await.map(|next| (next, member.operation(), false)),
                 (Follows::Rerun(scope), Sharing::Together) => {
                     member.apply_rerun(w.store, w.env, building.state(), &scope).await.map(|(next, operation)| (next, operation, true))

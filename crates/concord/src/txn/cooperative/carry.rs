@@ -74,5 +74,6 @@ pub(crate) fn withdraw_record(env: &Env, base: &Manifest, withdrawn: Uuid, carri
         idempotency_key: None,
         job_idempotency_key: None,
         carried_by,
+        merged_from: None,
     }
 }

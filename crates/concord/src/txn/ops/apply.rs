@@ -20,7 +20,12 @@ pub(crate) async fn add_fragments(
     }
     let mut fragments = Vec::with_capacity(new.len());
     for f in new {
-        let (id, first_row_id) = next.assign(f.rows).ok_or(CommitError::RowIdsExhausted { next_row_id: next.row, rows: f.rows })?;
+        let (id, first_row_id) = match f.first_row_id {
+            // Merged from a branch: its rows keep the ids its branch gave them (another
+            // chain's block: this chain's counter does not move).
+            Some(kept) => (next.take_fragment_id(), kept),
+            None => next.assign(f.rows).ok_or(CommitError::RowIdsExhausted { next_row_id: next.row, rows: f.rows })?,
+        };
         fragments.push(Fragment { id, files: f.files.clone(), physical_rows: f.rows, deletion: None, first_row_id: Some(first_row_id) });
     }
     let level = segments::level_for(new.len());

@@ -106,8 +106,11 @@ impl Action {
             | Operation::WidenColumn { .. }
             | Operation::SetProperties { .. }
             | Operation::Withdraw { .. }
-            // Version 0 is created by `create_table`, never through the commit loop.
-            | Operation::Create => Ok(alter::apply(base, op)),
+            | Operation::DeleteBranch
+            // Version 0 is created by `create_table`, a branch's first version by
+            // `create_branch`, never through the commit loop.
+            | Operation::Create
+            | Operation::Branch { .. } => Ok(alter::apply(base, op)),
         }
     }
 

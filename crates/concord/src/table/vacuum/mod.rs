@@ -10,6 +10,8 @@
 //! - a writer whose winners were removed gets `CommitError::HistoryRemoved`, never a
 //!   corrupt table.
 
+mod chains;
+
 use std::collections::HashSet;
 use std::time::Duration;
 
@@ -19,6 +21,7 @@ use super::Table;
 use crate::error::WriteError;
 use crate::format::naming;
 use crate::iceberg;
+use crate::storage::TableStore;
 use crate::txn::PreparedTransaction;
 
 /// Vacuum refuses retentions shorter than this unless told otherwise: a write's
@@ -41,6 +44,19 @@ pub struct VacuumReport {
     /// Consumers of the change feed that held versions back (kept from their position
     /// on, however old): name and position.
     pub held_by_consumers: Vec<(String, u64)>,
+    /// Branches made from this one that held versions back (kept from the version they
+    /// started at, which their merges are judged from): name and version.
+    pub held_by_branches: Vec<(String, u64)>,
+    /// Tags that kept versions older than the retention (each its version alone): name
+    /// and version.
+    pub held_by_tags: Vec<(String, u64)>,
+}
+
+/// The oldest version a vacuum keeps, and who held older ones back.
+struct Retained {
+    oldest: u64,
+    consumers: Vec<(String, u64)>,
+    branches: Vec<(String, u64)>,
 }
 
 impl Table {
@@ -61,17 +77,22 @@ impl Table {
         let cutoff: DateTime<Utc> =
             chrono::TimeDelta::from_std(older_than).ok().and_then(|d| now.checked_sub_signed(d)).unwrap_or(DateTime::<Utc>::MIN_UTC);
         let versions = self.store.list_versions().await?;
-        let (oldest_retained, held) = self.oldest_retained(&versions, cutoff).await?;
-        let mut referenced = self.referenced(&versions, oldest_retained).await?;
-        let mut report = VacuumReport { oldest_retained, held_by_consumers: held, ..Default::default() };
+        let Retained { oldest: oldest_retained, consumers, branches } = self.oldest_retained(&versions, cutoff).await?;
+        let tagged = self.tagged_here().await?;
+        let kept = |v: &u64| *v >= oldest_retained || tagged.iter().any(|(_, t)| t == v);
+        let mut referenced = self.referenced(versions.iter().copied().filter(kept)).await?;
+        let held_by_tags = tagged.iter().filter(|(_, v)| *v < oldest_retained && versions.contains(v)).cloned().collect();
+        let mut report =
+            VacuumReport { oldest_retained, held_by_consumers: consumers, held_by_branches: branches, held_by_tags, ..Default::default() };
         // Versions first (oldest first): nobody can start reading them while their
         // files go.
         // Through the coordinator: it knows what else a version is (a DynamoDB row).
-        for v in versions.iter().filter(|v| **v < oldest_retained) {
+        for v in versions.iter().filter(|v| !kept(v)) {
             self.store.remove_version(*v).await?;
             report.versions_removed += 1;
         }
         referenced.extend(self.referenced_in_flight(cutoff).await?);
+        referenced.extend(self.referenced_elsewhere(cutoff, &mut report).await?);
         self.trim_consumers(cutoff, &mut report).await?;
         // What doctor runs that were killed left (never referenced by anything).
         for (relative, meta) in self.store.list_dir(crate::storage::PROBE_DIR).await? {
@@ -107,7 +128,7 @@ impl Table {
     /// The oldest version vacuum keeps: the oldest of those committed at or after
     /// `cutoff` (the latest always), or older, from the oldest consumer's position on
     /// (it may still read their changes); and the consumers that held versions back.
-    async fn oldest_retained(&self, versions: &[u64], cutoff: DateTime<Utc>) -> Result<(u64, Vec<(String, u64)>), WriteError> {
+    async fn oldest_retained(&self, versions: &[u64], cutoff: DateTime<Utc>) -> Result<Retained, WriteError> {
         let mut oldest = self.latest().await?.version();
         for v in versions.iter().rev() {
             match self.store.read_manifest(*v).await? {
@@ -117,30 +138,27 @@ impl Table {
         }
         let consumers = self.consumers().await.map_err(consumer_error)?;
         let held: Vec<(String, u64)> = consumers.iter().filter(|c| c.version < oldest).map(|c| (c.name.clone(), c.version)).collect();
-        if let Some(min) = held.iter().map(|(_, v)| *v).min() {
+        // A branch made from this chain merges back against its versions since the
+        // branch started: they are kept while it lives.
+        let children = self.live_branches().await.map_err(chains::branch_error)?;
+        let forks = children.iter().filter(|(_, n)| n.record.from_chain == self.store.chain() && n.record.from_version < oldest);
+        let branches: Vec<(String, u64)> = forks.map(|(name, n)| (name.clone(), n.record.from_version)).collect();
+        if let Some(min) = held.iter().chain(&branches).map(|(_, v)| *v).min() {
             oldest = versions.iter().copied().find(|v| *v >= min).unwrap_or(oldest).min(oldest);
         }
-        Ok((oldest, held))
+        Ok(Retained { oldest, consumers: held, branches })
     }
 
-    /// The objects the versions from `oldest` on name: segments, data files, deletion
-    /// vectors and their Iceberg forms.
-    async fn referenced(&self, versions: &[u64], oldest: u64) -> Result<HashSet<String>, WriteError> {
-        let mut referenced = HashSet::new();
-        for v in versions.iter().filter(|v| **v >= oldest) {
-            let Some(m) = self.store.read_manifest(*v).await? else { continue };
-            referenced.extend(iceberg::referenced_names(&m));
-            for segment in &m.segments {
-                if segment.inline.is_none() {
-                    referenced.insert(segment.path.clone());
-                }
-                for f in &self.store.read_segment(segment).await?.fragments {
-                    referenced.extend(f.files.iter().map(|d| d.path.clone()));
-                    referenced.extend(f.deletion.iter().flat_map(|d| [d.path.clone(), iceberg::delete_file_name(&d.path)]));
-                }
-            }
-        }
-        Ok(referenced)
+    /// The tags of versions of this handle's chain: name and version.
+    async fn tagged_here(&self) -> Result<Vec<(String, u64)>, WriteError> {
+        let tags = self.all_tags().await.map_err(tag_error)?;
+        Ok(tags.into_iter().filter(|(_, t)| t.record.chain == self.store.chain()).map(|(name, t)| (name, t.record.version)).collect())
+    }
+
+    /// The objects versions `versions` name: segments, data files, deletion vectors and
+    /// their Iceberg forms.
+    async fn referenced(&self, versions: impl Iterator<Item = u64>) -> Result<HashSet<String>, WriteError> {
+        referenced_by(&self.store, versions).await
     }
 
     /// The files of staged and announced transactions within the retention (they may
@@ -165,24 +183,27 @@ impl Table {
     }
 
     /// Removes the records of each consumer older than the cutoff but its newest (a
-    /// consumer is its newest record; older ones only make its listing longer). A
-    /// dropped consumer's newest record goes too, once older than the cutoff.
+    /// consumer is its newest record; older ones only make its chain longer). A dropped
+    /// consumer's newest record goes too, once older than the cutoff.
     async fn trim_consumers(&self, cutoff: DateTime<Utc>, report: &mut VacuumReport) -> Result<(), WriteError> {
-        let mut by_consumer: std::collections::BTreeMap<String, Vec<(String, object_store::ObjectMeta)>> = Default::default();
-        for (relative, meta) in self.store.list_dir(naming::CONSUMERS_DIR).await? {
-            let Some((folder, _)) = relative.rsplit_once('/') else { continue };
-            by_consumer.entry(folder.to_string()).or_default().push((relative, meta));
-        }
-        for (_, mut records) in by_consumer {
-            records.sort_by(|a, b| a.0.cmp(&b.0));
-            let newest = records.pop();
+        for folder in self.store.list_dir_names(naming::CONSUMERS_DIR).await? {
+            let Some(name) = folder.strip_suffix('/').and_then(|f| f.rsplit('/').next()) else { continue };
+            let records = self.store.chain_records(&super::changes::consumer_records(name))?;
+            let mut dated: Vec<(u64, object_store::ObjectMeta)> = Vec::new();
+            for (relative, meta) in self.store.list_dir(&format!("{}{}", folder, naming::VERSIONS_DIR)).await? {
+                if let Some(number) = relative.rsplit('/').next().and_then(naming::parse_version_file_name) {
+                    dated.push((number, meta));
+                }
+            }
+            dated.sort_by_key(|(number, _)| *number);
+            let newest = dated.pop();
             let dropped_and_old = match &newest {
-                Some((relative, meta)) => meta.last_modified < cutoff && self.is_drop_record(relative).await,
+                Some((number, meta)) => meta.last_modified < cutoff && self.is_drop_record(&records, *number).await,
                 None => false,
             };
-            for (relative, meta) in records.into_iter().chain(newest.filter(|_| dropped_and_old)) {
+            for (number, meta) in dated.into_iter().chain(newest.filter(|_| dropped_and_old)) {
                 if meta.last_modified < cutoff {
-                    self.store.delete(&relative).await?;
+                    records.remove(number).await?;
                     report.objects_removed += 1;
                     report.bytes_removed += meta.size;
                 }
@@ -207,4 +228,33 @@ fn consumer_error(e: crate::error::ConsumerError) -> WriteError {
         crate::error::ConsumerError::Corrupt(c) => c.into(),
         other => crate::error::CorruptObject { path: naming::CONSUMERS_DIR.to_string(), reason: other.to_string() }.into(),
     }
+}
+
+fn tag_error(e: crate::error::TagError) -> WriteError {
+    match e {
+        crate::error::TagError::Storage(s) => s.into(),
+        crate::error::TagError::Open(o) => o.into(),
+        crate::error::TagError::Corrupt(c) => c.into(),
+        other => crate::error::CorruptObject { path: crate::format::refs::TAGS_DIR.to_string(), reason: other.to_string() }.into(),
+    }
+}
+
+/// The objects versions `versions` of `store`'s chain name: segments, data files,
+/// deletion vectors and their Iceberg forms.
+async fn referenced_by(store: &TableStore, versions: impl Iterator<Item = u64>) -> Result<HashSet<String>, WriteError> {
+    let mut referenced = HashSet::new();
+    for v in versions {
+        let Some(m) = store.read_manifest(v).await? else { continue };
+        referenced.extend(iceberg::referenced_names(&m));
+        for segment in &m.segments {
+            if segment.inline.is_none() {
+                referenced.insert(segment.path.clone());
+            }
+            for f in &store.read_segment(segment).await?.fragments {
+                referenced.extend(f.files.iter().map(|d| d.path.clone()));
+                referenced.extend(f.deletion.iter().flat_map(|d| [d.path.clone(), iceberg::delete_file_name(&d.path)]));
+            }
+        }
+    }
+    Ok(referenced)
 }
