@@ -559,3 +559,43 @@ def test_iceberg_readers_see_concords_row_ids_and_last_updated_versions(store):
         table = StaticTable.from_metadata(t.iceberg_metadata_path(version=v), properties=_pyiceberg_properties(store))
         assert table.format_version == 3
         assert _multiset(table.scan().to_arrow()) == _concord_rows(t, v), f"pyiceberg, version {v}"
+
+
+def test_pyiceberg_reads_tags_and_branches_by_name(local, cli):
+    """`concord iceberg publish --refs`: every tag and branch is an Iceberg ref of one
+    metadata file; pyiceberg reads each by name, each as Concord reads that version."""
+    import os
+    import subprocess
+
+    from pyiceberg.table import StaticTable
+
+    def run(*args):
+        return subprocess.run([cli, *args], capture_output=True, text=True, check=True).stdout.strip()
+
+    t = local.create()
+    t.append(rows(range(10)))
+    run("tag", "create", t.uri, "first")
+    run("branch", "create", t.uri, "dev")
+    source = os.path.join(os.path.dirname(t.uri), "dev-rows.csv")
+    with open(source, "w") as f:
+        f.write("id,name,score\n100,x,1.5\n")
+    run("--branch", "dev", "append", t.uri, source)
+    run("--branch", "dev", "alter", t.uri, "add-column", "extra int")
+    t.append(rows(range(10, 15)))
+    path = run("iceberg", "publish", t.uri, "--refs")
+    table = StaticTable.from_metadata(path)
+    assert {name: ref.snapshot_ref_type.value for name, ref in table.refs().items()} == {
+        "main": "branch",
+        "dev": "branch",
+        "first": "tag",
+    }
+
+    def read(name):
+        snapshot = table.snapshot_by_name(name)
+        return sorted(table.scan(snapshot_id=snapshot.snapshot_id).to_arrow().column("id").to_pylist())
+
+    assert read("first") == list(range(10))
+    assert read("main") == list(range(15))
+    assert read("dev") == list(range(10)) + [100]
+    # The latest version's own metadata file names no tag or branch.
+    assert set(StaticTable.from_metadata(t.iceberg_metadata_path()).refs()) == {"main"}

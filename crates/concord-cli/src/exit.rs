@@ -8,7 +8,7 @@ use concord::schema::SchemaParseError;
 use concord::time::DurationError;
 use concord::{
     AlterError, BranchError, ChangesError, CommitError, ConsumerError, CorruptObject, CreateError, ErrorKind, MergeError, OpenError,
-    ScanError, SqlError, StorageError, TagError, UriError, WriteError,
+    ScanError, SqlError, StorageError, TagError, TogetherError, UriError, WriteError,
 };
 
 pub const SUCCESS: i32 = 0;
@@ -240,6 +240,18 @@ impl From<WriteError> for Failure {
             WriteError::Commit(c) => commit_hint(c),
             WriteError::Corrupt(c) => corrupt_hint(c),
             WriteError::Storage(s) => storage_hint(s),
+            _ => None,
+        };
+        fail_with(e.kind(), &e, hint)
+    }
+}
+
+impl From<TogetherError> for Failure {
+    fn from(e: TogetherError) -> Self {
+        let hint = match &e {
+            TogetherError::Part { source, .. } => commit_hint(source),
+            TogetherError::Commit(c) => commit_hint(c),
+            TogetherError::OutcomeUnknown { .. } => Some("pass the same --idempotency-key".into()),
             _ => None,
         };
         fail_with(e.kind(), &e, hint)

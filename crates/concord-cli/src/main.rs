@@ -8,6 +8,7 @@ mod progress;
 mod query;
 mod refs;
 mod stress;
+mod together;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -167,7 +168,9 @@ enum Command {
         #[arg(required = true)]
         staged_ids: Vec<String>,
         /// All in one version, or none (a job commit): if one is incompatible with what
-        /// landed meanwhile, nothing commits (exit 3, naming it and the winner)
+        /// landed meanwhile, nothing commits (exit 3, naming it and the winner). With
+        /// `URI=ID` pairs (other tables' staged transactions, in one store): every table
+        /// moves in one atomic step, or none does
         #[arg(long)]
         together: bool,
         #[command(flatten)]
@@ -329,6 +332,10 @@ enum IcebergAction {
         uri: String,
         #[arg(long, value_parser = refs::parse_version_ref)]
         version: Option<VersionRef>,
+        /// Print instead a metadata file of main's latest version with every tag and
+        /// branch as an Iceberg ref (read by name: pyiceberg's `snapshot_by_name`)
+        #[arg(long, conflicts_with = "version")]
+        refs: bool,
     },
     /// Print the Iceberg metadata file of version N (default: the latest), publishing it
     /// first if needed
@@ -620,6 +627,11 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             if write.stage {
                 return Err(usage("`concord commit` commits staged transactions; --stage does not apply to it".into()));
             }
+            match (together::parts(&uri, &staged_ids), together) {
+                (Some(parts), true) => return together::commit(&cx, parts, &write).await,
+                (Some(_), false) => return Err(together::pairs_need_together()),
+                (None, _) => {}
+            }
             let table = cx.open(&uri).await?;
             let mut txns = Vec::with_capacity(staged_ids.len());
             for id in &staged_ids {
@@ -690,7 +702,10 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Sql { uri, query, at, tables, table_versions, format } => {
             query::sql(&cx, &uri, &query, &at, &tables, &table_versions, format).await?
         }
-        Command::Iceberg { action: IcebergAction::Publish { uri, version } | IcebergAction::Path { uri, version } } => {
+        Command::Iceberg { action: IcebergAction::Publish { uri, refs: true, .. } } => {
+            println!("{}", cx.open(&uri).await?.publish_iceberg_refs().await?);
+        }
+        Command::Iceberg { action: IcebergAction::Publish { uri, version, .. } | IcebergAction::Path { uri, version } } => {
             let at = VersionArgs { version, as_of: None };
             println!("{}", cx.open_at(&uri, &at).await?.publish_iceberg().await?);
         }

@@ -22,6 +22,7 @@ mod jobs;
 mod lost_responses;
 mod object_stores;
 mod processes;
+mod refs;
 mod second_look;
 mod sql;
 mod stress;

@@ -712,7 +712,7 @@ pub enum TogetherError {
         /// Why.
         cause: String,
     },
-    /// Reading a table failed.
+    /// A step of the multi-table commit (its decision, an undo) failed.
     #[error(transparent)]
     Commit(#[from] CommitError),
     /// Reading a table failed.

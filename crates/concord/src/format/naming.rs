@@ -19,9 +19,11 @@ pub(crate) const DATA_DIR: &str = "data";
 /// Consumers of the change feed: `_consumers/<name>/<sequence>.json`, one record per
 /// move, created once each (FORMAT.md §11).
 pub(crate) const CONSUMERS_DIR: &str = "_consumers";
+/// The Iceberg view's metadata (FORMAT.md §16).
+pub(crate) const ICEBERG_DIR: &str = "_iceberg";
 /// Folders of a chain's own objects: a branch keeps them under its chain's folder
 /// (`_branches/<id>/`), the main chain at the table root.
-pub(crate) const CHAIN_DIRS: [&str; 2] = [ANNOUNCED_DIR, CONSUMERS_DIR];
+pub(crate) const CHAIN_DIRS: [&str; 3] = [ANNOUNCED_DIR, CONSUMERS_DIR, ICEBERG_DIR];
 
 /// Whether `relative` is one of a chain's own objects (see [`CHAIN_DIRS`]).
 pub(crate) fn is_chain_object(relative: &str) -> bool {

@@ -57,8 +57,10 @@ pub(crate) struct ManifestFile {
 }
 
 impl ManifestFile {
-    /// The row of a manifest of `entries` added by `snapshot_id` (its version).
-    pub(crate) fn new(manifest_path: String, manifest_length: i64, content: i32, snapshot_id: i64, entries: &[Entry]) -> Self {
+    /// The row of a manifest of `entries` added by snapshot `added.0` (sequence number
+    /// `added.1`, its version).
+    pub(crate) fn new(manifest_path: String, manifest_length: i64, content: i32, added: (i64, i64), entries: &[Entry]) -> Self {
+        let (snapshot_id, sequence) = added;
         ManifestFile {
             manifest_path,
             manifest_length,
@@ -66,8 +68,8 @@ impl ManifestFile {
             added_snapshot_id: snapshot_id,
             files: entries.len() as i32,
             rows: entries.iter().map(|e| e.record_count).sum(),
-            sequence_number: snapshot_id,
-            min_sequence_number: entries.iter().map(|e| e.seqs.data).min().unwrap_or(snapshot_id),
+            sequence_number: sequence,
+            min_sequence_number: entries.iter().map(|e| e.seqs.data).min().unwrap_or(sequence),
             first_row_id: if content == 0 { Some(entries.iter().filter_map(|e| e.first_row_id).min().unwrap_or(0)) } else { None },
         }
     }

@@ -14,6 +14,7 @@ mod avro;
 mod bounds;
 mod deletes;
 mod lineage;
+mod refs;
 mod schema;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -22,7 +23,10 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::error::{ErrorKind, OpenError, StorageError};
+pub(crate) use refs::{publish_with_refs, RefTarget};
+
 use crate::format::manifest::{Fragment, Manifest, Operation, OperationKind, SegmentRef, PROPERTY_ICEBERG_PUBLISH};
+use crate::format::refs::ChainId;
 use crate::format::schema::Field;
 use crate::storage::TableStore;
 
@@ -32,7 +36,7 @@ use crate::storage::TableStore;
 const SNAPSHOTS_LISTED: usize = 100;
 
 /// The folder of a table's Iceberg metadata.
-pub(crate) const DIR: &str = "_iceberg";
+pub(crate) const DIR: &str = crate::format::naming::ICEBERG_DIR;
 
 /// Publishing Iceberg metadata failed.
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +61,12 @@ pub enum PublishError {
         /// Why.
         reason: &'static str,
     },
+    /// The table's tags could not be read.
+    #[error(transparent)]
+    Tag(#[from] crate::error::TagError),
+    /// The table's branches could not be read.
+    #[error(transparent)]
+    Branch(#[from] crate::error::BranchError),
     /// Encoding an Iceberg file failed (a bug: the inputs are Concord's own).
     #[error("encoding {what}: {reason}")]
     Encode {
@@ -74,6 +84,8 @@ impl PublishError {
             PublishError::Open(e) => e.kind(),
             PublishError::Storage(_) => ErrorKind::Storage,
             PublishError::Unsupported { .. } => ErrorKind::InvalidInput,
+            PublishError::Tag(e) => e.kind(),
+            PublishError::Branch(e) => e.kind(),
             PublishError::Encode { .. } => ErrorKind::Corrupt,
         }
     }
@@ -264,7 +276,7 @@ async fn segment_manifests(
     segment: &SegmentRef,
     version: &mut VersionSchema<'_>,
     reuse: &HashMap<&str, &avro::ManifestFile>,
-    snapshot_id: i64,
+    added: (i64, i64),
     manifests: &mut Vec<avro::ManifestFile>,
 ) -> Result<(), PublishError> {
     let (data_name, delete_name) = manifest_names(segment, &version.widened);
@@ -291,7 +303,7 @@ async fn segment_manifests(
         let data: Vec<avro::Entry> = fragments.iter().zip(&seqs).map(|(f, s)| data_entry(store, f, *s, &version.leaves)).collect();
         let bytes = avro::manifest(&data, "data", &version.text).map_err(encode_error(&data_name))?;
         let length = put(store, &data_name, bytes).await?;
-        data_row = Some(avro::ManifestFile::new(data_uri, length, 0, snapshot_id, &data));
+        data_row = Some(avro::ManifestFile::new(data_uri, length, 0, added, &data));
     }
     if !with_deletes {
         delete_row = None;
@@ -308,7 +320,7 @@ async fn segment_manifests(
         }
         let bytes = avro::manifest(&deletes, "deletes", &version.text).map_err(encode_error(&delete_name))?;
         let length = put(store, &delete_name, bytes).await?;
-        delete_row = Some(avro::ManifestFile::new(delete_uri, length, 1, snapshot_id, &deletes));
+        delete_row = Some(avro::ManifestFile::new(delete_uri, length, 1, added, &deletes));
     }
     manifests.extend(data_row.into_iter().chain(delete_row));
     Ok(())
@@ -348,7 +360,7 @@ async fn publish_version(store: &TableStore, version: u64, previous: Option<Publ
     let manifest = store.read_manifest(version).await?.ok_or(OpenError::Removed { version })?;
     let manifest = counted(store, manifest).await?;
     check_supported(&manifest)?;
-    let snapshot_id = version as i64;
+    let snapshot_id = snapshot_id(store, version);
     let (mut metadata, previous_manifests) = match previous {
         Some(p) => (p.metadata, p.manifests),
         None => (fresh_metadata(store, &manifest), Vec::new()),
@@ -372,7 +384,7 @@ async fn publish_version(store: &TableStore, version: u64, previous: Option<Publ
         previous_manifests.iter().chain(&restored).map(|m| (m.manifest_path.as_str(), m)).collect();
     let mut manifests = Vec::new();
     for segment in &manifest.segments {
-        segment_manifests(store, segment, &mut written_in, &reuse, snapshot_id, &mut manifests).await?;
+        segment_manifests(store, segment, &mut written_in, &reuse, (snapshot_id, version as i64), &mut manifests).await?;
     }
     let total_rows: u64 = manifest.segments.iter().map(|s| s.live_rows).sum();
     let parent = metadata["current-snapshot-id"].as_i64().filter(|id| *id >= 0);
@@ -418,6 +430,22 @@ async fn publish_version(store: &TableStore, version: u64, previous: Option<Publ
     let name = metadata_name(version);
     put(store, &name, serde_json::to_vec(&metadata).expect("JSON values serialize")).await?;
     Ok(Published { metadata, manifests })
+}
+
+/// Version `version`'s snapshot id: the version on the main chain; on a branch, a
+/// positive number hashed from the branch's id and the version, so that every chain's
+/// snapshots can be listed in one metadata file (tags and branches as refs, [`refs`]).
+pub(crate) fn snapshot_id(store: &TableStore, version: u64) -> i64 {
+    match store.chain() {
+        ChainId::Main => version as i64,
+        ChainId::Branch(id) => {
+            let mut h = Sha256::new();
+            h.update(id.as_bytes());
+            h.update(version.to_be_bytes());
+            let bytes: [u8; 8] = h.finalize()[..8].try_into().expect("8 bytes");
+            (u64::from_be_bytes(bytes) >> 2) as i64 | (1 << 61)
+        }
+    }
 }
 
 /// Refuses a version holding a column Iceberg cannot say exactly (its type or default).

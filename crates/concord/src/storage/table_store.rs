@@ -246,9 +246,12 @@ impl TableStore {
         self.location.root.to_string()
     }
 
-    /// What names the table's store (its URI without the root): tables in one store
-    /// have the same.
+    /// What names the table's store (its URI without the root; the local filesystem is
+    /// one store however a path is written): tables in one store have the same.
     pub(crate) fn store_identity(&self) -> String {
+        if self.location.kind == super::StoreKind::Local {
+            return "Local".to_string();
+        }
         let uri = self.location.uri.trim_end_matches('/');
         let root = self.location.root.as_ref();
         format!("{:?}:{}", self.location.kind, uri.strip_suffix(root).unwrap_or(uri))
@@ -334,7 +337,7 @@ impl TableStore {
     /// root (as manifests name them) and metadata.
     pub(crate) async fn list_dir(&self, dir: &str) -> Result<Vec<(String, ObjectMeta)>, StorageError> {
         use futures::TryStreamExt;
-        let prefix = naming::resolve(&self.location.root, dir);
+        let prefix = self.path(dir);
         let metas: Vec<ObjectMeta> = self
             .location
             .store
@@ -349,7 +352,7 @@ impl TableStore {
     /// its sub-folders with a trailing `/`. On key-value stores a folder is there only
     /// while an object under it is.
     pub(crate) async fn list_dir_names(&self, dir: &str) -> Result<Vec<String>, StorageError> {
-        let prefix = naming::resolve(&self.location.root, dir);
+        let prefix = self.path(dir);
         let listed = self
             .location
             .store

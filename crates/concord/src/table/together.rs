@@ -11,13 +11,25 @@ use crate::txn::{CommitInfo, CommitOptions, PreparedTransaction};
 /// the order given, or none does; no reader ever sees one table's part without the
 /// others'. `options` apply to every transaction (as each was staged with, they hold);
 /// a retry under the same `idempotency_key` commits nothing again and reports what was
-/// committed. Each table's outcomes, in `parts`' order.
+/// committed (the key may come in `options` instead; an expected version is refused:
+/// it belongs to one table's staged transaction). Each table's outcomes, in `parts`'
+/// order.
 pub async fn commit_together(
     parts: &[(&Table, &[PreparedTransaction])],
     options: &CommitOptions,
     idempotency_key: Option<&str>,
 ) -> Result<Vec<Vec<CommitInfo>>, TogetherError> {
-    let member_options = CommitOptions { idempotency_key: None, expect_version: None, ..options.clone() };
+    if options.expect_version.is_some() {
+        let reason = "an expected version is a table's: give it when staging that table's transaction".to_string();
+        return Err(TogetherError::Invalid { reason });
+    }
+    let idempotency_key = match (idempotency_key, options.idempotency_key.as_deref()) {
+        (Some(a), Some(b)) if a != b => {
+            return Err(TogetherError::Invalid { reason: format!("two idempotency keys given ('{a}' and '{b}'); give one") });
+        }
+        (a, b) => a.or(b),
+    };
+    let member_options = CommitOptions { idempotency_key: None, ..options.clone() };
     let mut per_table: Vec<Vec<CommitOptions>> = Vec::with_capacity(parts.len());
     for (_, txns) in parts {
         let opts = txns.iter().map(|t| t.staged.apply_to(&member_options)).collect::<Result<Vec<_>, WriteError>>();
