@@ -8,6 +8,7 @@ mod progress;
 mod query;
 mod refs;
 mod stress;
+mod stress_together;
 mod together;
 
 use std::collections::BTreeMap;
@@ -692,9 +693,24 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let open = Table::open(location.clone(), cx.env.clone());
             let create = Table::create(location, cx.env.clone(), stress::schema(&args));
             let table = stress::ensure_table(open, create, &args).await?;
-            stress::run(table, &args, &global_args).await?
+            let items = match args.workload {
+                stress::Workload::Together => {
+                    let location = cx.location(&stress_together::items_uri(&args.uri))?;
+                    let open = Table::open(location.clone(), cx.env.clone());
+                    let create = Table::create(location, cx.env.clone(), stress::schema(&args));
+                    Some(stress::ensure_table(open, create, &args).await?)
+                }
+                _ => None,
+            };
+            stress::run(table, items, &args, &global_args).await?
         }
-        Command::StressWorker { args, writer, start, log } => stress::worker(cx.open(&args.uri).await?, &args, writer, start, &log).await?,
+        Command::StressWorker { args, writer, start, log } => {
+            let items = match args.workload {
+                stress::Workload::Together => Some(cx.open(&stress_together::items_uri(&args.uri)).await?),
+                _ => None,
+            };
+            stress::worker(cx.open(&args.uri).await?, items, &args, writer, start, &log).await?
+        }
         Command::Coordinator { action: CoordinatorAction::CreateTable { spec } } => {
             let created = concord::store::create_coordinator_table(&spec, &cx.resolver.options()).await?;
             println!("{} {spec}", if created { "created" } else { "already exists:" });

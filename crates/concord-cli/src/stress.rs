@@ -39,6 +39,18 @@ const SETUP_KEY: &str = "stress-setup";
 pub enum Workload {
     Mixed,
     Bank,
+    /// Pairs of appends to two tables as multi-table transactions (`stress_together`).
+    Together,
+}
+
+impl Workload {
+    fn name(self) -> &'static str {
+        match self {
+            Workload::Mixed => "mixed",
+            Workload::Bank => "bank",
+            Workload::Together => "together",
+        }
+    }
 }
 
 /// What the workers share: the run's parameters.
@@ -171,12 +183,12 @@ fn plan(args: &StressArgs, mix: &[(String, u64)], writer: u64, index: u64) -> Op
 /// The idempotency key of operation `index` of `writer`: `<workload>-s<seed>-w<writer>-o<index>`.
 /// The run's workload and seed are part of it, so a later run on the same table never
 /// takes an earlier run's operation for its own (a key names one operation).
-fn key(args: &StressArgs, writer: u64, index: u64) -> String {
+pub(crate) fn key(args: &StressArgs, writer: u64, index: u64) -> String {
     format!("{}w{writer}-o{index}", run_prefix(args))
 }
 
 fn run_prefix(args: &StressArgs) -> String {
-    format!("{}-s{}-", if args.workload == Workload::Bank { "bank" } else { "mixed" }, args.seed)
+    format!("{}-s{}-", args.workload.name(), args.seed)
 }
 
 /// (writer, index) of a key of this run.
@@ -185,7 +197,7 @@ fn parse_key(args: &StressArgs, key: &str) -> Option<(u64, u64)> {
     Some((w.parse().ok()?, o.parse().ok()?))
 }
 
-fn batch(schema: &Schema, pairs: &[(i64, i64)]) -> RecordBatch {
+pub(crate) fn batch(schema: &Schema, pairs: &[(i64, i64)]) -> RecordBatch {
     let mut columns: Vec<Arc<dyn Array>> = vec![
         Arc::new(Int64Array::from(pairs.iter().map(|p| p.0).collect::<Vec<_>>())),
         Arc::new(Int64Array::from(pairs.iter().map(|p| p.1).collect::<Vec<_>>())),
@@ -252,7 +264,7 @@ fn apply(state: &mut BTreeMap<i64, i64>, op: &Op) {
 /// A worker process: runs the operations `start..ops` of `writer` its log does not hold
 /// yet (a killed predecessor's are done), one JSON line each, on `--tasks` tasks sharing
 /// one table handle.
-pub async fn worker(cx_table: Table, args: &StressArgs, writer: u64, start: u64, log: &Path) -> Result<(), Failure> {
+pub async fn worker(cx_table: Table, items: Option<Table>, args: &StressArgs, writer: u64, start: u64, log: &Path) -> Result<(), Failure> {
     let mix = parse_mix(args.mix()).map_err(usage)?;
     let mut out = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
     // A killed predecessor may have left half a line: start on a fresh one.
@@ -265,11 +277,14 @@ pub async fn worker(cx_table: Table, args: &StressArgs, writer: u64, start: u64,
     let tasks = args.tasks.max(1) as usize;
     let cx_table = cx_table.with_group_commit(args.group_commit == Switch::On);
     let runs = (0..tasks).map(|t| {
-        let (table, out, mix) = (cx_table.clone(), out.clone(), mix.clone());
+        let (table, items, out, mix) = (cx_table.clone(), items.clone(), out.clone(), mix.clone());
         let mine: Vec<u64> = todo.iter().copied().skip(t).step_by(tasks).collect();
         async move {
             for index in mine {
-                let line = run_one(&table, args, &mix, writer, index).await;
+                let line = match &items {
+                    Some(items) => crate::stress_together::run_one(&table, items, args, writer, index).await,
+                    None => run_one(&table, args, &mix, writer, index).await,
+                };
                 let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
                 writeln!(out, "{line}")?;
                 out.flush()?;
@@ -324,7 +339,7 @@ fn spawn_worker(args: &StressArgs, global_args: &[String], writer: u64, start: u
     let mut cmd = Command::new(exe);
     cmd.args(global_args).arg("stress-worker").arg(&args.uri);
     cmd.args(["--writers", &args.writers.to_string(), "--ops", &args.ops.to_string(), "--seed", &args.seed.to_string()])
-        .args(["--workload", if args.workload == Workload::Bank { "bank" } else { "mixed" }]);
+        .args(["--workload", args.workload.name()]);
     if let Some(mix) = &args.mix {
         cmd.args(["--mix", mix]);
     }
@@ -349,8 +364,8 @@ const MAX_ROWS: u64 = 10_000;
 
 /// Checks the arguments (before anything is created); returns the parsed mix.
 fn validate(args: &StressArgs) -> Result<Vec<(String, u64)>, Failure> {
-    if args.workload == Workload::Bank && (args.mix.is_some() || args.rows.is_some()) {
-        return Err(usage("--mix and --rows apply to the mixed workload; the bank workload transfers between its accounts".into()));
+    if args.workload != Workload::Mixed && (args.mix.is_some() || args.rows.is_some()) {
+        return Err(usage(format!("--mix and --rows apply to the mixed workload, not to the {} workload", args.workload.name())));
     }
     let mix = parse_mix(args.mix()).map_err(usage)?;
     if !(1..=MAX_WRITERS).contains(&args.writers) {
@@ -373,7 +388,7 @@ fn validate(args: &StressArgs) -> Result<Vec<(String, u64)>, Failure> {
 
 /// The schema of the workload's table.
 pub fn schema(args: &StressArgs) -> Schema {
-    Schema::parse(if args.workload == Workload::Bank { BANK_SCHEMA } else { MIXED_SCHEMA }).expect("valid")
+    Schema::parse(if args.workload == Workload::Mixed { MIXED_SCHEMA } else { BANK_SCHEMA }).expect("valid")
 }
 
 /// Creates the table if missing (bank: with its opening balances).
@@ -419,7 +434,7 @@ const POLL: Duration = Duration::from_millis(5);
 const KILL_PERIOD: Duration = Duration::from_millis(100);
 
 /// Runs the stress test and prints its JSON report; `Err` (exit 1) if not verified.
-pub async fn run(table: Table, args: &StressArgs, global_args: &[String]) -> Result<(), Failure> {
+pub async fn run(table: Table, items: Option<Table>, args: &StressArgs, global_args: &[String]) -> Result<(), Failure> {
     let mix = validate(args)?;
     let start_version = table.version();
     let dir = std::env::temp_dir().join(format!("concord-stress-{}-{}", std::process::id(), args.seed));
@@ -478,7 +493,10 @@ pub async fn run(table: Table, args: &StressArgs, global_args: &[String]) -> Res
     let elapsed = started.elapsed().as_secs_f64();
     let lines: Vec<(u64, Value)> = logs.iter().enumerate().flat_map(|(w, l)| read_log(l).into_iter().map(move |v| (w as u64, v))).collect();
     eprintln!("stress: all writers done in {elapsed:.1} s; verifying every version...");
-    let report = verify(&table, args, &mix, start_version, &lines, killed, elapsed).await?;
+    let report = match &items {
+        Some(items) => crate::stress_together::verify(&table, items, args, &lines, killed, elapsed).await?,
+        None => verify(&table, args, &mix, start_version, &lines, killed, elapsed).await?,
+    };
     let _ = std::fs::remove_dir_all(&dir);
     eprintln!("{}", summary(&report));
     println!("{report}");
@@ -490,7 +508,7 @@ pub async fn run(table: Table, args: &StressArgs, global_args: &[String]) -> Res
 }
 
 /// Failed operations by error message (digits folded to #), most frequent first.
-fn failure_reasons(failed: &[&(u64, Value)]) -> Value {
+pub(crate) fn failure_reasons(failed: &[&(u64, Value)]) -> Value {
     let mut counts: BTreeMap<String, u64> = BTreeMap::new();
     for (_, line) in failed {
         let message = line["error"].as_str().unwrap_or("?");
@@ -679,7 +697,7 @@ async fn verify(
     let after_start = || history.iter().filter(|v| v.version > start).flat_map(|v| &v.transactions);
     Ok(json!({
         "verified": problems.is_empty(),
-        "workload": if args.workload == Workload::Bank { "bank" } else { "mixed" },
+        "workload": args.workload.name(),
         "writers": args.writers, "ops": args.ops, "seed": args.seed, "kill_rate": args.kill_rate,
         "commits": ok.len(), "failed": failed.len(), "abandoned_compactions": compactions, "no_change": abandoned.len() - compactions, "killed": killed,
         "failure_reasons": failure_reasons(&failed),

@@ -142,7 +142,7 @@ pub mod limits {
     pub use crate::io::predicate::{MAX_EXPRESSION_BYTES, MAX_EXPRESSION_OPERATORS};
     pub use crate::storage::MAX_METADATA_BYTES;
     pub use crate::table::{AUTO_COMPACT_MAX_FRAGMENTS, DEFAULT_COMPACT_TARGET_ROWS, MIN_VACUUM_RETENTION};
-    pub use crate::txn::multi::together::MULTI_DEADLINE;
+    pub use crate::txn::together::MULTI_DEADLINE;
 }
 
 /// The Arrow version Concord's API speaks: [`Input`] and scans carry its

@@ -326,7 +326,8 @@ mod tests {
         let deletes = manifest(&[entry(None, 4, 0)], "deletes", schema).unwrap();
         assert!(read_data_entries(&deletes).unwrap().is_empty(), "delete files carry no row ids");
 
-        let rows = [ManifestFile::new("m".into(), 10, 0, 6, &entries), ManifestFile::new("d".into(), 5, 1, 6, &[entry(None, 4, 0)])];
+        let rows =
+            [ManifestFile::new("m".into(), 10, 0, (6, 6), &entries), ManifestFile::new("d".into(), 5, 1, (6, 6), &[entry(None, 4, 0)])];
         assert_eq!((rows[0].first_row_id, rows[0].min_sequence_number, rows[0].rows), (Some(7 << 32), 0, 6));
         assert_eq!((rows[1].first_row_id, rows[1].min_sequence_number), (None, 4));
         let back = read_manifest_list(&manifest_list(&rows, 6, Some(5), 6).unwrap()).unwrap();

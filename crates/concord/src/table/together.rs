@@ -3,7 +3,7 @@
 
 use super::Table;
 use crate::error::{TogetherError, WriteError};
-use crate::txn::multi::together::{self, Part};
+use crate::txn::together::{self, Part};
 use crate::txn::{CommitInfo, CommitOptions, PreparedTransaction};
 
 /// Commits the staged (or prepared) transactions of several tables of one store as one

@@ -20,6 +20,7 @@ pub(crate) mod multi;
 pub(crate) mod ops;
 pub(crate) mod retry;
 pub(crate) mod settle;
+pub(crate) mod together;
 
 use uuid::Uuid;
 

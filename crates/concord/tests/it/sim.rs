@@ -137,7 +137,6 @@ impl ObjectStore for SimStore {
     }
 }
 
-
 impl Faults {
     /// The faults of a run, from its setup generator.
     pub fn drawn(setup: &StdRandom) -> Faults {
@@ -153,7 +152,13 @@ impl Faults {
 impl SimStore {
     /// An empty store injecting `faults` (once turned on) from `seed`.
     pub fn new(seed: u64, faults: Faults) -> SimStore {
-        SimStore { inner: InMemory::new(), random: StdRandom::seeded(seed), faults, on: AtomicBool::new(false), injected: AtomicU64::new(0) }
+        SimStore {
+            inner: InMemory::new(),
+            random: StdRandom::seeded(seed),
+            faults,
+            on: AtomicBool::new(false),
+            injected: AtomicU64::new(0),
+        }
     }
 
     /// Turns the faults on or off.

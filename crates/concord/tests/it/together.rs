@@ -9,7 +9,10 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use concord::store::StoreKind;
-use concord::{commit_together, CommitOptions, Env, ErrorKind, RandomSource, RetryPolicy, Schema, StdRandom, StoreResolver, Table, TableLocation, TogetherError, Write};
+use concord::{
+    commit_together, CommitOptions, Env, ErrorKind, RandomSource, RetryPolicy, Schema, StdRandom, StoreResolver, Table, TableLocation,
+    TogetherError, Write,
+};
 use object_store::path::Path;
 
 use crate::common::*;
@@ -27,7 +30,8 @@ async fn tables_of_one_store_commit_together_or_not_at_all() {
     let a = create_table(&resolver, a_uri.to_str().unwrap(), SCHEMA).await;
     let b = create_table(&resolver, b_uri.to_str().unwrap(), SCHEMA).await;
     let (ta, tb) = (staged_append(&a, [1, 2]).await, staged_append(&b, [10, 20, 30]).await);
-    let infos = commit_together(&[(&a, &[ta.clone()][..]), (&b, &[tb.clone()][..])], &CommitOptions::default(), Some("order-1")).await.unwrap();
+    let infos =
+        commit_together(&[(&a, &[ta.clone()][..]), (&b, &[tb.clone()][..])], &CommitOptions::default(), Some("order-1")).await.unwrap();
     assert_eq!((infos[0][0].version, infos[1][0].version), (1, 1));
     assert_eq!((ids(&a.latest().await.unwrap()).await, ids(&b.latest().await.unwrap()).await), (vec![1, 2], vec![10, 20, 30]));
     // A retry with the same key commits nothing again.
@@ -98,7 +102,10 @@ async fn owner(a: Table, b: Table, owner: u64, ops: u64, out: Arc<Mutex<Vec<Owne
     for op in 0..ops {
         let ids = owner_ids(owner, op);
         out.lock().unwrap().push(Owned { ids: ids.clone(), committed: None });
-        let (Ok(ta), Ok(tb)) = (a.prepare(Write::Append { input: rows(a.schema(), ids.clone()).into() }).await, b.prepare(Write::Append { input: rows(b.schema(), ids.clone()).into() }).await) else {
+        let (Ok(ta), Ok(tb)) = (
+            a.prepare(Write::Append { input: rows(a.schema(), ids.clone()).into() }).await,
+            b.prepare(Write::Append { input: rows(b.schema(), ids.clone()).into() }).await,
+        ) else {
             out.lock().unwrap().last_mut().unwrap().committed = Some(false);
             continue;
         };
@@ -140,14 +147,18 @@ fn simulate(seed: u64) -> Result<Seen, String> {
         let store = Arc::new(SimStore::new(seed ^ 1, Faults::drawn(&setup)));
         let clock = Arc::new(SimClock::default());
         let env = Env { clock: clock.clone(), random: Arc::new(StdRandom::seeded(seed ^ 2)) };
-        let location = |root: &str| TableLocation::on_store(format!("memory://sim/{root}"), store.clone(), Path::from(root), StoreKind::Memory);
+        let location =
+            |root: &str| TableLocation::on_store(format!("memory://sim/{root}"), store.clone(), Path::from(root), StoreKind::Memory);
         let schema = Schema::parse(SCHEMA).unwrap();
         let a = Table::create(location("a"), env.clone(), schema.clone()).await.map_err(|e| e.to_string())?;
         let b = Table::create(location("b"), env.clone(), schema).await.map_err(|e| e.to_string())?;
         let owners = 2 + seed % 2;
         let mut opened = Vec::new();
         for _ in 0..owners {
-            opened.push((Table::open(location("a"), env.clone()).await.map_err(|e| e.to_string())?, Table::open(location("b"), env.clone()).await.map_err(|e| e.to_string())?));
+            opened.push((
+                Table::open(location("a"), env.clone()).await.map_err(|e| e.to_string())?,
+                Table::open(location("b"), env.clone()).await.map_err(|e| e.to_string())?,
+            ));
         }
         store.faults_on(true);
         let mut tasks = Vec::new();

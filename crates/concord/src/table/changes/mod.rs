@@ -232,11 +232,7 @@ const READ_AHEAD: usize = 4;
 /// The changes of `versions` (in order, each after the one before, the first after
 /// `replay`'s base). The replay goes one version at a time (cheap: records and manifests); the
 /// rows of up to [`READ_AHEAD`] transactions are read at once, in order.
-fn feed(
-    replay: Replay,
-    versions: Versions,
-    read: Arc<Reading>,
-) -> BoxStream<'static, Result<RecordBatch, ChangesError>> {
+fn feed(replay: Replay, versions: Versions, read: Arc<Reading>) -> BoxStream<'static, Result<RecordBatch, ChangesError>> {
     let store = replay.store.clone();
     let replayed = stream::try_unfold((replay, versions), |(mut replay, mut versions)| async move {
         let Some((v, manifest)) = versions.next().await else { return Ok::<_, ChangesError>(None) };

@@ -17,6 +17,7 @@
 mod memory;
 mod plan;
 mod reads;
+pub(crate) mod undo;
 
 use std::sync::Arc;
 
@@ -32,7 +33,7 @@ use super::cooperative::line::CarryFrom;
 use super::cooperative::{self as coop, unsettled};
 use super::handle::Writer;
 use super::member::{Follows, Member, Merged, Ready};
-use super::multi::{self, Role};
+use super::multi::Role;
 use super::ops::NextState;
 use super::settle::{create_and_settle, Attempt, Create};
 use super::{CommitInfo, CommitOptions, PreparedTransaction};
@@ -376,7 +377,7 @@ impl Driver<'_, '_> {
         let w = self.w;
         let first = self.members.iter().find(|m| m.outcome.is_none()).unwrap_or(&self.members[0]);
         let give_up = self.memory.started + first.opts.retry.timeout;
-        while multi::settle(w, &self.memory.base, &self.role, give_up).await?.is_some() {
+        while undo::settle(w, &self.memory.base, &self.role, give_up).await?.is_some() {
             let latest = look_up_latest(w, self.memory.base.version).await?;
             self.memory.moved_to(latest, w.env.clock.now());
         }

@@ -9,7 +9,8 @@ use chrono::TimeDelta;
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use super::{decide, outcome, undo};
+use super::commit::undo::undo;
+use super::multi::{decide, outcome};
 use crate::error::{CommitError, TogetherError};
 use crate::format::manifest::MultiRef;
 use crate::format::multi::Outcome;
@@ -27,15 +28,20 @@ pub(crate) struct Part<'a> {
     pub(crate) txns: Vec<(&'a PreparedTransaction, &'a CommitOptions)>,
 }
 
-/// The id of the multi-table transaction with idempotency key `key`: a retry with the
-/// same key is the same transaction (its decision is found, not made again).
-fn id_of_key(key: &str) -> Uuid {
-    let digest = Sha256::digest(format!("concord-multi:{key}"));
+/// The id of attempt `attempt` of the multi-table transaction with idempotency key
+/// `key`: a retry with the same key runs the same attempts (their decisions are found,
+/// not made again: an aborted one is passed, a committed one replayed).
+fn id_of_key(key: &str, attempt: u32) -> Uuid {
+    let digest = Sha256::digest(format!("concord-multi:{key}:{attempt}"));
     uuid::Builder::from_random_bytes(digest[..16].try_into().expect("16 bytes")).into_uuid()
 }
 
 /// Commits `parts` (tables of one store, each once) as one multi-table transaction: all
 /// or none. Each part's outcomes, in `parts`' order.
+///
+/// A transaction another writer aborted while every part committed (wound-wait: an older
+/// one needed its tables, or it ran past its deadline) is run again under a new id, as
+/// old as the first attempt (so it ages into the one that wins), until `budget` ends.
 pub(crate) async fn commit_together(
     parts: &[Part<'_>],
     key: Option<&str>,
@@ -43,6 +49,35 @@ pub(crate) async fn commit_together(
 ) -> Result<Vec<Vec<CommitInfo>>, TogetherError> {
     let Some(first) = parts.first() else { return Ok(Vec::new()) };
     let env = first.writer.env;
+    let tables = checked_roots(parts)?;
+    let (started, since) = (env.clock.now(), env.clock.monotonic());
+    for attempt in 0u32.. {
+        let now = env.clock.now();
+        let deadline = now + TimeDelta::from_std(budget.min(MULTI_DEADLINE)).unwrap_or(TimeDelta::MAX);
+        let id = key.map_or_else(|| env.new_uuid(), |k| id_of_key(k, attempt));
+        let multi = MultiRef { id, primary: tables[0].clone(), tables: tables.clone(), started, deadline };
+        if key.is_some() {
+            match outcome(first.writer.store, &multi).await? {
+                Some(Outcome::Committed) => return replayed(parts, &multi).await,
+                Some(Outcome::Aborted) => continue,
+                None => {}
+            }
+        }
+        match attempt_once(parts, &multi, attempt > 0).await {
+            Err(TogetherError::Aborted { .. }) if env.clock.monotonic() - since < budget => {
+                let pause = Duration::from_millis(1 + env.random.next_u64() % (5u64 << attempt.min(5)));
+                env.clock.sleep(pause).await;
+            }
+            other => return other,
+        }
+    }
+    unreachable!("the attempts end with an outcome")
+}
+
+/// The tables' roots in one store, sorted (the first is the primary: it holds the
+/// decision); refused if they are not in one store or a table is given twice.
+fn checked_roots(parts: &[Part<'_>]) -> Result<Vec<String>, TogetherError> {
+    let first = &parts[0];
     let mut roots: Vec<String> = Vec::with_capacity(parts.len());
     for part in parts {
         if part.writer.store.store_identity() != first.writer.store.store_identity() {
@@ -54,24 +89,25 @@ pub(crate) async fn commit_together(
         }
         roots.push(root);
     }
-    let mut sorted = roots.clone();
-    sorted.sort();
-    let now = env.clock.now();
-    let deadline = now + TimeDelta::from_std(budget.min(MULTI_DEADLINE)).unwrap_or(TimeDelta::MAX);
-    let id = key.map_or_else(|| env.new_uuid(), id_of_key);
-    let multi = MultiRef { id, primary: sorted[0].clone(), tables: sorted, started: now, deadline };
-    match outcome(first.writer.store, &multi).await? {
-        Some(Outcome::Committed) => return replayed(parts, &multi).await,
-        Some(Outcome::Aborted) => return Err(TogetherError::Aborted { id }),
-        None => {}
-    }
-    let committed = futures::future::join_all(parts.iter().map(|part| commit_once(part, &multi))).await;
+    roots.sort();
+    Ok(roots)
+}
+
+/// One attempt: every part committed at once, then the decision; an aborted attempt's
+/// committed parts undone. `again`: an earlier attempt's parts (aborted) hold the
+/// transactions' ids, so they commit under new ones (else they would be found
+/// committed there).
+async fn attempt_once(parts: &[Part<'_>], multi: &MultiRef, again: bool) -> Result<Vec<Vec<CommitInfo>>, TogetherError> {
+    let first = &parts[0];
+    let id = multi.id;
+    let committed = futures::future::join_all(parts.iter().map(|part| commit_once(part, multi, again))).await;
     let failure = committed.iter().position(Result::is_err);
     let wanted = if failure.is_some() { Outcome::Aborted } else { Outcome::Committed };
-    let decided =
-        decide(first.writer.store, env, &multi, wanted).await.map_err(|e| TogetherError::OutcomeUnknown { id, cause: e.to_string() })?;
+    let decided = decide(first.writer.store, first.writer.env, multi, wanted)
+        .await
+        .map_err(|e| TogetherError::OutcomeUnknown { id, cause: e.to_string() })?;
     if decided == Outcome::Aborted {
-        undo_parts(parts, &multi).await;
+        undo_parts(parts, multi).await;
     }
     match (failure, decided) {
         (Some(i), _) => {
@@ -85,12 +121,18 @@ pub(crate) async fn commit_together(
 
 /// Commits `part` as its table's part of `multi`, unless its table holds it already (an
 /// earlier attempt with the same key: then that version's outcomes).
-async fn commit_once(part: &Part<'_>, multi: &MultiRef) -> Result<Vec<CommitInfo>, CommitError> {
+async fn commit_once(part: &Part<'_>, multi: &MultiRef, again: bool) -> Result<Vec<CommitInfo>, CommitError> {
     let w = part.writer;
     if let Some(found) = part_in_latest(w, multi).await? {
         return Ok(found);
     }
-    commit_part(w, &part.txns, multi, None).await
+    if !again {
+        return commit_part(w, &part.txns, multi, None).await;
+    }
+    let renamed: Vec<PreparedTransaction> =
+        part.txns.iter().map(|(t, _)| PreparedTransaction { id: w.env.new_uuid(), ..(*t).clone() }).collect();
+    let txns: Vec<(&PreparedTransaction, &CommitOptions)> = renamed.iter().zip(part.txns.iter().map(|(_, o)| *o)).collect();
+    commit_part(w, &txns, multi, None).await
 }
 
 /// `multi`'s part in its table's latest version, if it is there (an undecided one's part
