@@ -27,6 +27,7 @@ from ._errors import (
     TooMuchContentionError,
     VersionMovedError,
 )
+from ._refs import BranchInfo, MergeInfo, TagInfo, Tags
 from ._table import (
     DEFAULT_COMPACT_TARGET_ROWS,
     CommitInfo,
@@ -50,6 +51,10 @@ __all__ = [
     "Fragment",
     "Consumer",
     "ConsumerInfo",
+    "Tags",
+    "TagInfo",
+    "BranchInfo",
+    "MergeInfo",
     "ConcordError",
     "InvalidInputError",
     "IncompatibleError",

@@ -36,6 +36,9 @@ pub(crate) enum Error {
     Publish(concord::errors::PublishError),
     Changes(concord::ChangesError),
     Consumer(concord::ConsumerError),
+    Tag(concord::TagError),
+    Branch(concord::BranchError),
+    Merge(concord::MergeError),
     /// A bad argument (the CLI's usage errors, exit 2).
     Usage(String),
     /// The caller's Arrow data could not be imported.
@@ -91,6 +94,21 @@ impl From<concord::ConsumerError> for Error {
         Error::Consumer(e)
     }
 }
+impl From<concord::TagError> for Error {
+    fn from(e: concord::TagError) -> Self {
+        Error::Tag(e)
+    }
+}
+impl From<concord::BranchError> for Error {
+    fn from(e: concord::BranchError) -> Self {
+        Error::Branch(e)
+    }
+}
+impl From<concord::MergeError> for Error {
+    fn from(e: concord::MergeError) -> Self {
+        Error::Merge(e)
+    }
+}
 impl From<WriteError> for Error {
     fn from(e: WriteError) -> Self {
         Error::Write(e)
@@ -137,6 +155,13 @@ fn commit_hint(e: &CommitError) -> Option<String> {
         CommitError::Corrupt(_) => Some(CORRUPT_HINT.into()),
         CommitError::Storage(s) => storage_hint(s),
         CommitError::CommitStateUnknown { .. } => Some("pass the same idempotency_key".into()),
+        _ => None,
+    }
+}
+
+fn branch_hint(e: &concord::BranchError) -> Option<String> {
+    match e {
+        concord::BranchError::NotFound { name } => Some(format!("create it with t.create_branch({name:?})")),
         _ => None,
     }
 }
@@ -212,6 +237,22 @@ fn classify(e: &Error) -> (Option<ErrorKind>, String) {
         Error::Consumer(e) => {
             let hint = match e {
                 concord::ConsumerError::NotFound { name } => Some(format!("create it with t.consumer({name:?}).create()")),
+                _ => None,
+            };
+            (Some(e.kind()), with_hint(e, hint))
+        }
+        Error::Tag(e) => {
+            let hint = matches!(e, concord::TagError::NotFound { .. }).then(|| "t.tags.list() lists the tags".to_string());
+            (Some(e.kind()), with_hint(e, hint))
+        }
+        Error::Branch(e) => (Some(e.kind()), with_hint(e, branch_hint(e))),
+        Error::Merge(e) => {
+            let hint = match e {
+                concord::MergeError::TargetMoved { .. } => {
+                    Some("merge without fast_forward_only=True to replay the branch on what the target did".into())
+                }
+                concord::MergeError::Branch(b) => branch_hint(b),
+                concord::MergeError::Commit(c) => commit_hint(c),
                 _ => None,
             };
             (Some(e.kind()), with_hint(e, hint))
