@@ -69,7 +69,7 @@ mod txn;
 pub use env::{Clock, Env, RandomSource, StdRandom, SystemClock};
 pub use error::{
     AlterError, BranchError, ChangesError, CommitError, ConsumerError, CorruptObject, CreateError, ErrorKind, InputError, MergeError,
-    OpenError, PredicateError, ScanError, StagedCommitError, StorageError, TagError, UriError, WriteError,
+    OpenError, PredicateError, ScanError, StagedCommitError, StorageError, TagError, TogetherError, UriError, WriteError,
 };
 pub use format::manifest::{Assignment, IsolationLevel, OperationKind};
 pub use format::refs::MAIN_BRANCH;
@@ -77,6 +77,7 @@ pub use format::schema::{ColumnType, Field, Schema};
 pub use io::parquet::guard::quiet_caught_panics;
 pub use sql::{SqlError, SqlSession, SqlStream, SqlTableProvider};
 pub use storage::{StoreResolver, TableLocation, TableLocationBuilder};
+pub use table::commit_together;
 pub use table::{
     BranchInfo, ChangeFeed, ChangeOptions, ConsumerInfo, Input, MergeInfo, ProgressFn, ScanOptions, Table, TableScan, TagInfo,
     TransactionInfo, VacuumReport, VersionInfo, VersionRef, Write, WriteProgress, CHANGE_COLUMNS,
@@ -89,7 +90,7 @@ pub mod errors {
     pub use crate::error::{
         describe_chain, AlterError, BranchError, ChangesError, CommitError, ConsumerError, CorruptObject, CreateError, DefaultProblem,
         DynamoDbError, ErrorKind, IncompatibleReason, InputError, MergeError, OpenError, OversizedObject, PredicateError, RefKind,
-        ScanError, StagedCommitError, StorageCause, StorageError, TagError, Unavailable, UriError, WriteError,
+        ScanError, StagedCommitError, StorageCause, StorageError, TagError, TogetherError, Unavailable, UriError, WriteError,
     };
     pub use crate::iceberg::PublishError;
     pub use crate::io::scan::ScanMetrics;
@@ -141,6 +142,7 @@ pub mod limits {
     pub use crate::io::predicate::{MAX_EXPRESSION_BYTES, MAX_EXPRESSION_OPERATORS};
     pub use crate::storage::MAX_METADATA_BYTES;
     pub use crate::table::{AUTO_COMPACT_MAX_FRAGMENTS, DEFAULT_COMPACT_TARGET_ROWS, MIN_VACUUM_RETENTION};
+    pub use crate::txn::multi::together::MULTI_DEADLINE;
 }
 
 /// The Arrow version Concord's API speaks: [`Input`] and scans carry its

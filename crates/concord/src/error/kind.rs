@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::{
     AlterError, BranchError, ChangesError, CommitError, ConsumerError, CorruptObject, CreateError, InputError, MergeError, OpenError,
-    PredicateError, ScanError, StorageError, TagError, Unavailable, UriError, WriteError,
+    PredicateError, ScanError, StorageError, TagError, TogetherError, Unavailable, UriError, WriteError,
 };
 use crate::duration::{DurationError, TimeError};
 use crate::format::schema::{ColumnNameError, SchemaParseError};
@@ -98,6 +98,7 @@ impl OpenError {
             OpenError::VersionNotFound { .. }
             | OpenError::NoVersionAt { .. }
             | OpenError::UnknownRef { .. }
+            | OpenError::NotCommitted { .. }
             | OpenError::TagOfAnotherBranch { .. } => ErrorKind::InvalidInput,
             OpenError::Removed { .. } | OpenError::UnsupportedFormat { .. } => ErrorKind::Storage,
             OpenError::Corrupt(_) => ErrorKind::Corrupt,
@@ -355,6 +356,23 @@ impl MergeError {
             MergeError::Commit(e) => e.kind(),
             MergeError::Open(e) => e.kind(),
             MergeError::Storage(e) => e.kind(),
+        }
+    }
+}
+
+impl TogetherError {
+    /// What it means (see [`ErrorKind`]): tables that cannot commit together are bad
+    /// input; a part's failure is that failure; an abort by another writer, contention.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            TogetherError::DifferentStores { .. } | TogetherError::SameTable { .. } | TogetherError::Invalid { .. } => {
+                ErrorKind::InvalidInput
+            }
+            TogetherError::Part { source, .. } => source.kind(),
+            TogetherError::Aborted { .. } => ErrorKind::Contention { attempts: 1, elapsed_ms: 0 },
+            TogetherError::OutcomeUnknown { .. } => ErrorKind::UnknownOutcome { version: None, transaction_id: None },
+            TogetherError::Commit(e) => e.kind(),
+            TogetherError::Open(e) => e.kind(),
         }
     }
 }

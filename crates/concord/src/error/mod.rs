@@ -17,7 +17,9 @@ pub(crate) use read::abbreviate;
 pub use read::{OpenError, PredicateError, RefKind, ScanError, Unavailable};
 pub use refs::{BranchError, MergeError, TagError};
 pub use storage::{CorruptObject, DynamoDbError, OversizedObject, StorageCause, StorageError, UriError};
-pub use write::{AlterError, CommitError, CreateError, DefaultProblem, IncompatibleReason, InputError, StagedCommitError, WriteError};
+pub use write::{
+    AlterError, CommitError, CreateError, DefaultProblem, IncompatibleReason, InputError, StagedCommitError, TogetherError, WriteError,
+};
 
 /// `e`'s message followed by each of its sources' that it does not already contain,
 /// joined by ": ", e.g. a storage failure with the store's own error under it. The CLI
@@ -56,6 +58,7 @@ fn unexpected_open_error(e: OpenError) -> Unexpected {
         | OpenError::NoVersionAt { .. }
         | OpenError::Removed { .. }
         | OpenError::UnknownRef { .. }
+        | OpenError::NotCommitted { .. }
         | OpenError::TagOfAnotherBranch { .. }) => Unexpected::Unavailable(Unavailable::VersionGone { what: other.to_string() }),
     }
 }

@@ -53,6 +53,13 @@ pub enum OpenError {
         /// The newest this library reads.
         supported: u32,
     },
+    /// The version holds a multi-table transaction that did not commit (aborted, or not
+    /// decided yet): it is not read (FORMAT.md §18).
+    #[error("version {version} holds part of a multi-table transaction that did not commit (aborted, or not decided yet); read version {} (or the latest)", version - 1)]
+    NotCommitted {
+        /// The version.
+        version: u64,
+    },
     /// The tag or branch named does not exist.
     #[error("the table has no {kind} named '{name}'")]
     UnknownRef {

@@ -3,7 +3,7 @@
 
 use uuid::Uuid;
 
-use super::{CorruptObject, PredicateError, StorageError, Unavailable};
+use super::{CorruptObject, OpenError, PredicateError, StorageError, Unavailable};
 use crate::format::schema::{ColumnNameError, ColumnType, SchemaParseError};
 
 /// "a" or "an" before `word` (an append, a delete).
@@ -660,4 +660,62 @@ impl WriteError {
     pub(crate) fn encode(source: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
         WriteError::Encode { source: source.into() }
     }
+}
+
+/// Committing staged transactions of several tables as one (a multi-table
+/// transaction, FORMAT.md §18) failed: no table changed (what was committed is undone).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TogetherError {
+    /// The tables are not in one store (one bucket, container or filesystem).
+    #[error("'{first}' and '{other}' are not in one store; a multi-table commit needs every table in one bucket (or one filesystem)")]
+    DifferentStores {
+        /// The first table.
+        first: String,
+        /// A table of another store.
+        other: String,
+    },
+    /// Options a staged transaction contradicts, or another bad argument.
+    #[error("{reason}")]
+    Invalid {
+        /// What is wrong.
+        reason: String,
+    },
+    /// A table given twice.
+    #[error("table '{uri}' is given twice; give each table once, with all its staged transactions")]
+    SameTable {
+        /// The table.
+        uri: String,
+    },
+    /// One table's part could not commit: nothing of the transaction counts.
+    #[error("'{uri}': {source}; nothing of the multi-table transaction was committed")]
+    Part {
+        /// The table.
+        uri: String,
+        /// Why.
+        #[source]
+        source: Box<CommitError>,
+    },
+    /// Another writer aborted it (it waited past its deadline, or an older one needed
+    /// its tables): nothing was committed; retrying (with another idempotency key, if
+    /// one was given) is safe.
+    #[error("multi-table transaction {id} was aborted by another writer (too slow, or in the way of an older one); nothing was committed")]
+    Aborted {
+        /// The transaction.
+        id: Uuid,
+    },
+    /// Its decision could not be written or read back: it may have committed.
+    #[error("could not determine whether multi-table transaction {id} committed ({cause}); retry with the same idempotency key")]
+    OutcomeUnknown {
+        /// The transaction.
+        id: Uuid,
+        /// Why.
+        cause: String,
+    },
+    /// Reading a table failed.
+    #[error(transparent)]
+    Commit(#[from] CommitError),
+    /// Reading a table failed.
+    #[error(transparent)]
+    Open(#[from] OpenError),
 }

@@ -688,6 +688,42 @@ pub struct TransactionRecord {
     /// Set in a branch merge's version: the transaction of the branch this one replays.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged_from: Option<MergedFrom>,
+    /// Set when the transaction is part of a multi-table transaction (FORMAT.md §18):
+    /// it counts only once that transaction's decision says committed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multi: Option<MultiRef>,
+}
+
+/// The multi-table transaction a table's transaction is part of (FORMAT.md §18). Paths
+/// are of the one store every table of it is in, from that store's root.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct MultiRef {
+    /// Its id: its decision is the chain of records `_multi/<id>` of the primary table.
+    pub id: Uuid,
+    /// The primary table's root (the first of its tables by root).
+    pub primary: String,
+    /// Every table's root, in order.
+    pub tables: Vec<String>,
+    /// When it started (UTC): of two that wait on each other, the older goes on.
+    pub started: DateTime<Utc>,
+    /// Past this (UTC), any writer may abort it.
+    pub deadline: DateTime<Utc>,
+}
+
+impl MultiRef {
+    /// Whether it goes before `other` when the two wait on each other (older first).
+    pub fn older_than(&self, other: &MultiRef) -> bool {
+        (self.started, self.id) < (other.started, other.id)
+    }
+}
+
+impl Manifest {
+    /// The multi-table transaction the version's transactions are part of, if any (a
+    /// version holding one holds only its transactions).
+    pub fn multi(&self) -> Option<&MultiRef> {
+        self.transactions.iter().find_map(|t| t.multi.as_ref())
+    }
 }
 
 /// The branch transaction a merged transaction replays (FORMAT.md §17).
@@ -801,6 +837,7 @@ impl Manifest {
             job_idempotency_key: None,
             carried_by,
             merged_from: None,
+            multi: None,
         };
         Manifest {
             format_version: 1,

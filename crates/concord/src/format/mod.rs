@@ -3,6 +3,7 @@
 
 pub(crate) mod announcement;
 pub(crate) mod manifest;
+pub(crate) mod multi;
 pub(crate) mod naming;
 pub(crate) mod refs;
 pub(crate) mod schema;

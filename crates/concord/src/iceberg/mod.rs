@@ -346,6 +346,7 @@ fn data_entry(store: &TableStore, f: &Fragment, seqs: avro::Seqs, leaves: &BTree
 /// returns what it published.
 async fn publish_version(store: &TableStore, version: u64, previous: Option<Published>) -> Result<Published, PublishError> {
     let manifest = store.read_manifest(version).await?.ok_or(OpenError::Removed { version })?;
+    let manifest = counted(store, manifest).await?;
     check_supported(&manifest)?;
     let snapshot_id = version as i64;
     let (mut metadata, previous_manifests) = match previous {
@@ -457,6 +458,24 @@ fn set_row_lineage(metadata: &mut Value, snapshot: &mut Value, manifest: &Manife
     metadata["next-row-id"] = json!(next_row_id);
     snapshot["first-row-id"] = json!(first_row_id);
     snapshot["added-rows"] = json!(next_row_id - first_row_id);
+}
+
+/// `manifest` as Iceberg readers are to read it: a multi-table transaction's part that
+/// was aborted has the state of the version before it (FORMAT.md §18); one not decided
+/// yet is not published.
+async fn counted(store: &TableStore, manifest: std::sync::Arc<Manifest>) -> Result<std::sync::Arc<Manifest>, PublishError> {
+    let Some(multi) = manifest.multi() else { return Ok(manifest) };
+    match crate::txn::multi::outcome(store, multi).await? {
+        Some(crate::format::multi::Outcome::Committed) => Ok(manifest),
+        None => Err(OpenError::NotCommitted { version: manifest.version }.into()),
+        Some(crate::format::multi::Outcome::Aborted) => {
+            let before = manifest.version - 1;
+            let parent = store.read_manifest(before).await?.ok_or(OpenError::Removed { version: before })?;
+            let mut state = (*manifest).clone();
+            (state.segments, state.schema, state.properties) = (parent.segments.clone(), parent.schema.clone(), parent.properties.clone());
+            Ok(std::sync::Arc::new(state))
+        }
+    }
 }
 
 /// The manifests of the version a restore in `manifest` restores, when it is published.

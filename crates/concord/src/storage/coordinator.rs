@@ -123,6 +123,13 @@ pub trait CommitCoordinator: Send + Sync + Debug {
         None
     }
 
+    /// The coordinator of another table of the same store, at `root` (a path from the
+    /// store's root): multi-table transactions (FORMAT.md §18) read and write one
+    /// table's decision records from every table. `None` (the default): refused.
+    fn sibling(&self, _root: &object_store::path::Path) -> Option<std::sync::Arc<dyn CommitCoordinator>> {
+        None
+    }
+
     /// Where versions live, for messages.
     fn describe_version(&self, version: u64) -> String;
 }

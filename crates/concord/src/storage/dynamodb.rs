@@ -492,4 +492,20 @@ impl CommitCoordinator for DynamoDbCoordinator {
             requests: self.requests.clone(),
         }))
     }
+
+    fn sibling(&self, root: &Path) -> Option<Arc<dyn CommitCoordinator>> {
+        // Rows are keyed by a table's URI: the store's part of this one's, then the root.
+        let store_uri = self.table_path.strip_suffix(self.root.as_ref())?;
+        Some(Arc::new(DynamoDbCoordinator {
+            client: self.client.clone(),
+            table: self.table.clone(),
+            table_path: format!("{store_uri}{root}"),
+            store: self.store.clone(),
+            root: root.clone(),
+            objects: self.objects.at_root(root),
+            display_prefix: self.display_prefix.clone(),
+            lose_put_responses: AtomicU32::new(0),
+            requests: self.requests.clone(),
+        }))
+    }
 }

@@ -71,6 +71,11 @@ impl ObjectStoreCoordinator {
         ObjectStoreCoordinator { display_prefix: prefix.into(), ..self }
     }
 
+    /// The same store's coordinator of the table at `root`.
+    pub(crate) fn at_root(&self, root: &Path) -> ObjectStoreCoordinator {
+        ObjectStoreCoordinator { root: root.clone(), ..self.clone() }
+    }
+
     /// The same store's coordinator of the chain under folder `prefix` of the root.
     pub(crate) fn chain_under(&self, prefix: &str) -> ObjectStoreCoordinator {
         ObjectStoreCoordinator { root: naming::resolve(&self.root, prefix), ..self.clone() }
@@ -221,5 +226,9 @@ impl CommitCoordinator for ObjectStoreCoordinator {
 
     fn chain(&self, prefix: &str) -> Option<Arc<dyn CommitCoordinator>> {
         Some(Arc::new(self.chain_under(prefix)))
+    }
+
+    fn sibling(&self, root: &Path) -> Option<Arc<dyn CommitCoordinator>> {
+        Some(Arc::new(self.at_root(root)))
     }
 }

@@ -34,6 +34,11 @@ impl TableStore {
 }
 
 impl Records {
+    /// The records of `name` under `coordinator`'s root.
+    pub(crate) fn of_coordinator(coordinator: &Arc<dyn CommitCoordinator>, name: &str, shown: String) -> Result<Records, StorageError> {
+        Records::under(coordinator, name, shown)
+    }
+
     fn under(coordinator: &Arc<dyn CommitCoordinator>, name: &str, shown: String) -> Result<Records, StorageError> {
         match coordinator.chain(name) {
             Some(chain) => Ok(Records { chain }),

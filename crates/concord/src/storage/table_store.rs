@@ -64,6 +64,8 @@ pub(crate) struct TableStore {
     deletion_cache: Mutex<HashMap<String, Arc<roaring::RoaringBitmap>>>,
     /// Announced transactions read so far (immutable; `None`: unreadable, ignored).
     announcements: Mutex<HashMap<String, Option<Arc<Announcement>>>>,
+    /// Multi-table transactions' decisions read so far (made once, never changed).
+    decisions: Mutex<HashMap<uuid::Uuid, crate::format::multi::Outcome>>,
     /// Idempotency keys of versions read so far (versions are immutable): the versions
     /// up to `.0` are indexed in `.1` (key -> version).
     key_index: tokio::sync::Mutex<(Option<u64>, HashMap<String, u64>)>,
@@ -84,6 +86,7 @@ impl TableStore {
             segment_cache: Mutex::new(HashMap::new()),
             deletion_cache: Mutex::new(HashMap::new()),
             announcements: Mutex::new(HashMap::new()),
+            decisions: Mutex::new(HashMap::new()),
             key_index: tokio::sync::Mutex::new((None, HashMap::new())),
             followed_up: std::sync::atomic::AtomicU64::new(0),
         }
@@ -227,6 +230,40 @@ impl TableStore {
     }
 
     // ---------------------------------------------------------------- versions
+
+    /// Multi-table transaction `id`'s decision, if this handle has read it.
+    pub(crate) fn decided(&self, id: uuid::Uuid) -> Option<crate::format::multi::Outcome> {
+        self.decisions.lock().unwrap_or_else(|e| e.into_inner()).get(&id).copied()
+    }
+
+    /// Keeps multi-table transaction `id`'s decision (decisions never change).
+    pub(crate) fn remember_decision(&self, id: uuid::Uuid, outcome: crate::format::multi::Outcome) {
+        self.decisions.lock().unwrap_or_else(|e| e.into_inner()).insert(id, outcome);
+    }
+
+    /// The table's root, as a path from its store's root.
+    pub(crate) fn store_root(&self) -> String {
+        self.location.root.to_string()
+    }
+
+    /// What names the table's store (its URI without the root): tables in one store
+    /// have the same.
+    pub(crate) fn store_identity(&self) -> String {
+        let uri = self.location.uri.trim_end_matches('/');
+        let root = self.location.root.as_ref();
+        format!("{:?}:{}", self.location.kind, uri.strip_suffix(root).unwrap_or(uri))
+    }
+
+    /// The records of `name` of another table of the same store, at `root` (a path
+    /// from the store's root).
+    pub(crate) fn sibling_records(&self, root: &str, name: &str) -> Result<super::Records, StorageError> {
+        let shown = format!("{}{root}/{name}", self.location.display_prefix);
+        let sibling = self
+            .root_coordinator
+            .sibling(&Path::from(root))
+            .ok_or_else(|| StorageError::new("opening", shown.clone(), StorageCause::NoNamedRecords))?;
+        super::Records::of_coordinator(&sibling, name, shown)
+    }
 
     /// The commit coordinator of the table's versions.
     pub(crate) fn coordinator(&self) -> &Arc<dyn super::CommitCoordinator> {

@@ -8,6 +8,7 @@ mod prepare;
 mod read;
 mod refs;
 mod staged;
+mod together;
 mod vacuum;
 mod write;
 
@@ -33,6 +34,7 @@ pub use input::Input;
 pub use maintain::DEFAULT_COMPACT_TARGET_ROWS;
 pub use read::{ScanOptions, TableScan, TransactionInfo, VersionInfo};
 pub use refs::{BranchInfo, MergeInfo, TagInfo, VersionRef};
+pub use together::commit_together;
 pub use vacuum::{VacuumReport, MIN_VACUUM_RETENTION};
 pub use write::Write;
 
@@ -94,6 +96,7 @@ impl Table {
                 job_idempotency_key: None,
                 carried_by: None,
                 merged_from: None,
+                multi: None,
             }],
             schema,
             segments: Vec::new(),
@@ -199,7 +202,8 @@ impl Table {
                 hi = mid.version
             }
         }
-        Ok(self.with_manifest(lo))
+        // A version that does not count reads as the one before it.
+        Ok(self.with_manifest(crate::txn::multi::visible(&self.store, lo).await?))
     }
 
     /// This handle, with group commit on or off (on by default). On, the data writes
@@ -310,6 +314,8 @@ async fn latest_manifest(store: &TableStore, env: &Env, memory: &HandleMemory, k
     };
     // A version seen in a listing or probe can only disappear through cleanup.
     let manifest = store.read_manifest(latest).await?.ok_or_else(not_found)?;
+    // A multi-table transaction's version counts once it is decided committed.
+    let manifest = crate::txn::multi::visible(store, manifest).await?;
     memory.saw_newest(&manifest, env.clock.monotonic());
     Ok(manifest)
 }
@@ -318,6 +324,9 @@ async fn latest_manifest(store: &TableStore, env: &Env, memory: &HandleMemory, k
 /// removed must not be found); if it is not there, which versions are.
 async fn version_now(store: &TableStore, version: u64) -> Result<Arc<Manifest>, OpenError> {
     if let Some(manifest) = store.read_manifest_now(version).await? {
+        if !crate::txn::multi::counts(store, &manifest).await? {
+            return Err(OpenError::NotCommitted { version });
+        }
         return Ok(manifest);
     }
     let versions = store.list_versions().await?;

@@ -16,7 +16,7 @@ use super::ops::{Action, Cx, NextState};
 use super::{CommitInfo, CommitOptions, PreparedTransaction};
 use crate::env::Env;
 use crate::error::{CommitError, IncompatibleReason};
-use crate::format::manifest::{IsolationLevel, Manifest, MergedFrom, Operation, TransactionRecord};
+use crate::format::manifest::{IsolationLevel, Manifest, MergedFrom, MultiRef, Operation, TransactionRecord};
 use crate::storage::TableStore;
 
 /// A transaction being committed.
@@ -39,6 +39,8 @@ pub(crate) struct Member<'a> {
     /// A merge's member: what winners on the target made it re-run, done where it is
     /// applied.
     merge_rerun: Option<RerunScope>,
+    /// The multi-table transaction it is part of (its record names it).
+    multi: Option<MultiRef>,
 }
 
 /// A branch transaction a merge replays (FORMAT.md §17): where it comes from and the
@@ -135,7 +137,13 @@ impl<'a> Member<'a> {
             outcome: None,
             merged: None,
             merge_rerun: None,
+            multi: None,
         }
+    }
+
+    /// A member holding one table's part of multi-table transaction `multi`.
+    pub(crate) fn in_multi(txn: &'a PreparedTransaction, opts: &'a CommitOptions, job_key: Option<&'a str>, multi: MultiRef) -> Self {
+        Member { multi: Some(multi), ..Member::new(txn, opts, job_key) }
     }
 
     /// A member replaying branch transaction `merged` in a merge.
@@ -329,6 +337,7 @@ impl<'a> Member<'a> {
             job_idempotency_key: self.job_key.map(str::to_string),
             carried_by: None,
             merged_from: self.merged.map(|m| m.origin.clone()),
+            multi: self.multi.clone(),
         }
     }
 }

@@ -16,6 +16,7 @@ pub(crate) mod group;
 pub(crate) mod handle;
 pub(crate) mod keys;
 pub(crate) mod member;
+pub(crate) mod multi;
 pub(crate) mod ops;
 pub(crate) mod retry;
 pub(crate) mod settle;

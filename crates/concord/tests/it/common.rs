@@ -64,6 +64,20 @@ pub async fn all_rows(table: &Table) -> Vec<RecordBatch> {
     table.scan(Default::default()).await.expect("scan").into_stream().try_collect().await.expect("rows")
 }
 
+/// The `id` column of every row, sorted, or the error that stopped the scan.
+pub async fn try_ids(table: &Table) -> Result<Vec<i64>, String> {
+    use concord::arrow::array::{AsArray, Int64Array};
+    let scan = table.scan(Default::default()).await.map_err(|e| e.to_string())?;
+    let batches: Vec<RecordBatch> = scan.into_stream().try_collect().await.map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    for b in batches {
+        let col: &Int64Array = b.column_by_name("id").expect("id column").as_primitive();
+        out.extend(col.values().iter().copied());
+    }
+    out.sort_unstable();
+    Ok(out)
+}
+
 /// The `id` column of every row, sorted.
 pub async fn ids(table: &Table) -> Vec<i64> {
     use concord::arrow::array::{AsArray, Int64Array};

@@ -6,9 +6,9 @@
 
 mod common;
 mod counting;
-mod refs;
 mod replay;
 mod servers;
+mod sim;
 
 mod capacity;
 mod changes;
@@ -22,10 +22,12 @@ mod histories;
 mod matrix;
 mod merge;
 mod nested;
+mod refs;
 mod requests;
 mod shared;
 mod simulation;
 mod splice;
 mod sql;
+mod together;
 mod types;
 mod update;

@@ -21,29 +21,17 @@
 //! Longer sweeps run locally: `CONCORD_SIM_SEEDS=<start>..<end>` runs that range instead.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use async_trait::async_trait;
-use bytes::Bytes;
-use chrono::{DateTime, TimeZone, Utc};
 use concord::store::StoreKind;
 use concord::{
-    Assignment, Clock, CommitError, CommitOptions, Env, RandomSource, RetryPolicy, Schema, StdRandom, Table, TableLocation, WriteError,
+    Assignment, CommitError, CommitOptions, Env, RandomSource, RetryPolicy, Schema, StdRandom, Table, TableLocation, WriteError,
 };
-use futures::future::BoxFuture;
-use futures::stream::BoxStream;
-use object_store::memory::InMemory;
 use object_store::path::Path;
-use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore, PutMode, PutMultipartOptions, PutOptions,
-    PutPayload, PutResult, Result,
-};
 
 use crate::common::*;
+use crate::sim::{Faults, SimClock, SimStore};
 
 /// Seeds that once failed: replayed on every run.
 /// 26: an owner whose create lost to a version carrying its transaction took that
@@ -56,123 +44,6 @@ const REGRESSIONS: &[u64] = &[26, 5256, 5000017, 5000333];
 /// Fixed seeds per run, besides the regressions and the fresh ones.
 const FIXED: Range<u64> = 0..800;
 const FRESH: u64 = 200;
-
-/// Virtual time: advances only when someone sleeps.
-#[derive(Debug, Default)]
-struct SimClock {
-    micros: AtomicU64,
-}
-
-impl Clock for SimClock {
-    fn now(&self) -> DateTime<Utc> {
-        Utc.timestamp_opt(1_800_000_000, 0).unwrap() + chrono::TimeDelta::microseconds(self.micros.load(Ordering::SeqCst) as i64)
-    }
-    fn monotonic(&self) -> Duration {
-        Duration::from_micros(self.micros.load(Ordering::SeqCst))
-    }
-    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
-        self.micros.fetch_add(duration.as_micros() as u64, Ordering::SeqCst);
-        Box::pin(tokio::task::yield_now())
-    }
-}
-
-/// The store's faults, per request, in parts per thousand.
-#[derive(Debug, Clone, Copy)]
-struct Faults {
-    error_before_write: u64,
-    error_after_write: u64,
-    spurious_precondition: u64,
-    read_error: u64,
-}
-
-#[derive(Debug)]
-struct SimStore {
-    inner: InMemory,
-    random: StdRandom,
-    faults: Faults,
-    on: AtomicBool,
-    injected: AtomicU64,
-}
-
-impl fmt::Display for SimStore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("SimStore")
-    }
-}
-
-impl SimStore {
-    fn roll(&self, per_mille: u64) -> bool {
-        let hit = self.on.load(Ordering::SeqCst) && self.random.next_u64() % 1000 < per_mille;
-        if hit {
-            self.injected.fetch_add(1, Ordering::SeqCst);
-        }
-        hit
-    }
-
-    fn fault(what: &str) -> object_store::Error {
-        object_store::Error::Generic { store: "SimStore", source: format!("injected: {what}").into() }
-    }
-
-    /// Lets other tasks run a random number of times: reorders concurrent requests.
-    async fn jitter(&self) {
-        for _ in 0..self.random.next_u64() % 4 {
-            tokio::task::yield_now().await;
-        }
-    }
-}
-
-#[async_trait]
-impl ObjectStore for SimStore {
-    async fn put_opts(&self, location: &Path, payload: PutPayload, opts: PutOptions) -> Result<PutResult> {
-        self.jitter().await;
-        if self.roll(self.faults.error_before_write) {
-            return Err(Self::fault("error before the write"));
-        }
-        let create = matches!(opts.mode, PutMode::Create);
-        if create && self.roll(self.faults.spurious_precondition) {
-            return Err(object_store::Error::AlreadyExists {
-                path: location.to_string(),
-                source: "injected: spurious precondition failure".into(),
-            });
-        }
-        let result = self.inner.put_opts(location, payload, opts).await?;
-        self.jitter().await;
-        if self.roll(self.faults.error_after_write) {
-            return Err(Self::fault("error after the write landed"));
-        }
-        Ok(result)
-    }
-    async fn put_multipart_opts(&self, location: &Path, opts: PutMultipartOptions) -> Result<Box<dyn MultipartUpload>> {
-        self.inner.put_multipart_opts(location, opts).await
-    }
-    async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
-        self.jitter().await;
-        if self.roll(self.faults.read_error) {
-            return Err(Self::fault("read error"));
-        }
-        self.inner.get_opts(location, options).await
-    }
-    async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
-        self.inner.get_ranges(location, ranges).await
-    }
-    fn delete_stream(&self, locations: BoxStream<'static, Result<Path>>) -> BoxStream<'static, Result<Path>> {
-        self.inner.delete_stream(locations)
-    }
-    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
-        self.inner.list(prefix)
-    }
-    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
-        // A waiting writer's listing of names: reordered, and failing as reads do.
-        self.jitter().await;
-        if self.roll(self.faults.read_error) {
-            return Err(Self::fault("listing error"));
-        }
-        self.inner.list_with_delimiter(prefix).await
-    }
-    async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
-        self.inner.copy_opts(from, to, options).await
-    }
-}
 
 /// One writer operation, a pure function of (seed, writer, index).
 #[derive(Debug, Clone)]
@@ -409,19 +280,7 @@ fn simulate(seed: u64) -> std::result::Result<Seen, String> {
     let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
     runtime.block_on(async {
         let setup = StdRandom::seeded(seed);
-        let faults = Faults {
-            error_before_write: setup.next_u64() % 60,
-            error_after_write: setup.next_u64() % 60,
-            spurious_precondition: setup.next_u64() % 40,
-            read_error: setup.next_u64() % 15,
-        };
-        let store = Arc::new(SimStore {
-            inner: InMemory::new(),
-            random: StdRandom::seeded(seed ^ 1),
-            faults,
-            on: AtomicBool::new(false),
-            injected: AtomicU64::new(0),
-        });
+        let store = Arc::new(SimStore::new(seed ^ 1, Faults::drawn(&setup)));
         let env = Env { clock: Arc::new(SimClock::default()), random: Arc::new(StdRandom::seeded(seed ^ 2)) };
         let location = TableLocation::on_store("memory://sim", store.clone(), Path::from("t"), StoreKind::Memory);
         // A decimal and a nested column ride along with every row (checked below).
@@ -443,7 +302,7 @@ fn simulate(seed: u64) -> std::result::Result<Seen, String> {
                 Handle::Kept(Table::open(location.clone(), env.clone()).await.map_err(|e| e.to_string())?)
             });
         }
-        store.on.store(true, Ordering::SeqCst);
+        store.faults_on(true);
         // Writer 1 (its own handle) has a tight budget in a third of the runs; the last
         // writer with its own handle crashes in a quarter, after a random number of
         // scheduling steps.
@@ -472,7 +331,7 @@ fn simulate(seed: u64) -> std::result::Result<Seen, String> {
             outcomes.push((w as u64, std::mem::take(&mut *out.lock().unwrap())));
         }
         // Liveness: faults off, every writer's next operation commits within its budget.
-        store.on.store(false, Ordering::SeqCst);
+        store.faults_on(false);
         for w in 0..writers {
             let last = writer(table.clone(), seed, w + 100, 1).await;
             if last.iter().any(|(_, o)| o.as_ref().is_err_and(|e| !e.starts_with("committed nothing"))) {
@@ -482,7 +341,7 @@ fn simulate(seed: u64) -> std::result::Result<Seen, String> {
         }
         let seen = check(&table, seed, &outcomes).await?;
         check_feed(&table).await.map_err(|e| format!("change feed: {e}"))?;
-        Ok(Seen { injected: store.injected.load(Ordering::SeqCst), ..seen })
+        Ok(Seen { injected: store.injected(), ..seen })
     })
 }
 

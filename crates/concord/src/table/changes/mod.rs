@@ -136,7 +136,10 @@ impl Table {
         let last = self.retained(from, to, options.schema_of.unwrap_or(to)).await?;
         let read = Arc::new(Reading::new(schema.unwrap_or(&last.schema), options, self.env.clock.now())?);
         let schema = read.output.clone();
-        let (store, base) = (self.store.clone(), self.retained(from, to, from).await?);
+        let base = self.retained(from, to, from).await?;
+        // A start that does not count is the version before it (FORMAT.md §18).
+        let store = self.store.clone();
+        let replay = Replay::new(store.clone(), crate::txn::multi::visible(&store, base.clone()).await?).ids_taken(base.next_ids());
         let versions = stream::iter(from + 1..=to)
             .then({
                 let store = store.clone();
@@ -146,7 +149,7 @@ impl Table {
                 }
             })
             .boxed();
-        let feed = feed(store, base, versions, read.clone());
+        let feed = feed(replay, versions, read.clone());
         let batches = if options.net { net::collapse(feed, read) } else { feed };
         Ok(ChangeFeed { schema, batches })
     }
@@ -227,19 +230,24 @@ type Versions = BoxStream<'static, (u64, Result<Option<Arc<Manifest>>, OpenError
 const READ_AHEAD: usize = 4;
 
 /// The changes of `versions` (in order, each after the one before, the first after
-/// `base`). The replay goes one version at a time (cheap: records and manifests); the
+/// `replay`'s base). The replay goes one version at a time (cheap: records and manifests); the
 /// rows of up to [`READ_AHEAD`] transactions are read at once, in order.
 fn feed(
-    store: Arc<TableStore>,
-    base: Arc<Manifest>,
+    replay: Replay,
     versions: Versions,
     read: Arc<Reading>,
 ) -> BoxStream<'static, Result<RecordBatch, ChangesError>> {
-    let replay = Replay::new(store.clone(), base);
+    let store = replay.store.clone();
     let replayed = stream::try_unfold((replay, versions), |(mut replay, mut versions)| async move {
         let Some((v, manifest)) = versions.next().await else { return Ok::<_, ChangesError>(None) };
         let manifest = manifest?.ok_or(OpenError::Removed { version: v })?;
         let mut out = Vec::new();
+        // A multi-table transaction's part that did not commit changes nothing (its
+        // undo, a restore of the version before it, then changes nothing either).
+        if !crate::txn::multi::counts(&replay.store, &manifest).await? {
+            replay.passed_over(&manifest);
+            return Ok(Some((stream::iter(out), (replay, versions))));
+        }
         for t in &manifest.transactions {
             let rows = replay.apply(&t.operation).await?;
             out.push(Ok((manifest.clone(), t.id, rows)));

@@ -50,7 +50,7 @@ pub(super) struct TxnRows {
 /// The fragments of a version as the replay goes: the base version's (read one
 /// segment at a time, as needed), with what the transactions so far changed.
 pub(super) struct Replay {
-    store: Arc<TableStore>,
+    pub(super) store: Arc<TableStore>,
     base: Arc<Manifest>,
     /// Fragments changed so far: their state now (`None`: gone).
     changed: BTreeMap<u64, Option<Live>>,
@@ -67,6 +67,13 @@ impl Replay {
     pub(super) fn new(store: Arc<TableStore>, base: Arc<Manifest>) -> Self {
         let next = base.next_ids();
         Replay { store, base, changed: BTreeMap::new(), complete: false, next, touched: Vec::new() }
+    }
+
+    /// Ids taken up to `next` (a start that does not count read as the version before
+    /// it: its ids stay taken).
+    pub(super) fn ids_taken(mut self, next: NextIds) -> Self {
+        self.next = self.next.max(next);
+        self
     }
 
     /// The rows `transaction` (`operation`) of the current version removed and added.
@@ -111,6 +118,13 @@ impl Replay {
             | Operation::Branch { .. } => {}
         }
         Ok(rows)
+    }
+
+    /// Passes over `version`, whose transactions do not count (an aborted or undecided
+    /// multi-table transaction's part): no fragment changes; its ids stay taken.
+    pub(super) fn passed_over(&mut self, version: &Manifest) {
+        self.next = self.next.max(version.next_ids());
+        self.touched.clear();
     }
 
     /// Checks the fragments the version just replayed touched against its manifest.

@@ -214,6 +214,7 @@ impl Table {
             job_idempotency_key: None,
             carried_by: None,
             merged_from: None,
+            multi: None,
         };
         Manifest {
             format_version: format_for(&from.schema),

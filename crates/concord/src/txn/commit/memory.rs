@@ -29,6 +29,9 @@ pub(crate) struct Memory {
     /// The first round is still to come (the newcomer step).
     pub(super) first_round: bool,
     /// Cooperative commits: a lone carriable transaction, announced once it lost a race.
+    /// Whether its versions hold only its own transactions (a multi-table
+    /// transaction's part, an undo): nothing is carried.
+    pub(super) solitary: bool,
     pub(super) announces: bool,
     pub(super) announcement: Option<Announcing>,
     /// Announce during the next pause, to be carried until then.
@@ -86,6 +89,7 @@ impl Memory {
             contention: Contention::default(),
             line: Line::default(),
             first_round: true,
+            solitary: false,
             announces: false,
             announcement: None,
             announce_by: None,

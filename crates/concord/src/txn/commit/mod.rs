@@ -32,11 +32,12 @@ use super::cooperative::line::CarryFrom;
 use super::cooperative::{self as coop, unsettled};
 use super::handle::Writer;
 use super::member::{Follows, Member, Merged, Ready};
+use super::multi::{self, Role};
 use super::ops::NextState;
 use super::settle::{create_and_settle, Attempt, Create};
 use super::{CommitInfo, CommitOptions, PreparedTransaction};
 use crate::error::{CommitError, ErrorKind, StorageCause};
-use crate::format::manifest::Manifest;
+use crate::format::manifest::{Manifest, MultiRef};
 
 /// How the members of a batch share their fate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +66,43 @@ pub(crate) async fn commit(w: Writer<'_>, txn: &PreparedTransaction, opts: &Comm
     loop {
         if let Some(Some(outcome)) = run(w, &[(txn, opts)], Sharing::Group, None).await?.members.pop() {
             return outcome;
+        }
+    }
+}
+
+/// Commits `txn` alone in `role` (an undo of an aborted multi-table transaction, which
+/// builds on that transaction's version).
+pub(crate) async fn commit_as(
+    w: Writer<'_>,
+    txn: &PreparedTransaction,
+    opts: &CommitOptions,
+    role: Role,
+) -> Result<CommitInfo, CommitError> {
+    loop {
+        let members = vec![Member::new(txn, opts, None)];
+        if let Some(Some(outcome)) = run_members(w, members, Sharing::Group, role.clone()).await?.members.pop() {
+            return outcome;
+        }
+    }
+}
+
+/// Commits `batch` as a job (all in one version, or none) holding one table's part of
+/// the multi-table transaction `multi` (FORMAT.md §18): each record names it.
+pub(crate) async fn commit_part(
+    w: Writer<'_>,
+    batch: &[(&PreparedTransaction, &CommitOptions)],
+    multi: &MultiRef,
+    job_key: Option<&str>,
+) -> Result<Vec<CommitInfo>, CommitError> {
+    loop {
+        let members = batch.iter().map(|(txn, opts)| Member::in_multi(txn, opts, job_key, multi.clone())).collect();
+        let role = Role { mine: Some(multi.clone()), undoing: None };
+        let finished = run_members(w, members, Sharing::Together, role).await?;
+        if let Some(replayed) = finished.job_replayed {
+            return Ok(replayed);
+        }
+        if let Some(infos) = finished.members.into_iter().collect::<Option<Result<Vec<_>, _>>>() {
+            return infos;
         }
     }
 }
@@ -119,7 +157,7 @@ pub(crate) async fn commit_merge(
 ) -> Result<Vec<CommitInfo>, CommitError> {
     loop {
         let members = batch.iter().map(|(txn, opts, merged)| Member::merging(txn, opts, merged)).collect();
-        let finished = run_members(w, members, Sharing::Together).await?;
+        let finished = run_members(w, members, Sharing::Together, Role::default()).await?;
         if let Some(infos) = finished.members.into_iter().collect::<Option<Result<Vec<_>, _>>>() {
             return infos;
         }
@@ -143,12 +181,12 @@ async fn run(
 ) -> Result<Finished, CommitError> {
     let members: Vec<Member<'_>> = batch.iter().map(|(txn, opts)| Member::new(txn, opts, job_key)).collect();
     let carriable = sharing == Sharing::Group && matches!(batch, [(txn, opts)] if coop::carriable(txn, opts));
-    run_members_announcing(w, members, sharing, carriable).await
+    run_members_announcing(w, members, sharing, carriable, Role::default()).await
 }
 
-/// Runs the rounds for `members` (none announced).
-async fn run_members(w: Writer<'_>, members: Vec<Member<'_>>, sharing: Sharing) -> Result<Finished, CommitError> {
-    run_members_announcing(w, members, sharing, false).await
+/// Runs the rounds for `members` (none announced), in `role`.
+async fn run_members(w: Writer<'_>, members: Vec<Member<'_>>, sharing: Sharing, role: Role) -> Result<Finished, CommitError> {
+    run_members_announcing(w, members, sharing, false, role).await
 }
 
 /// Runs the rounds for `members`, the one announcing itself if `announces`.
@@ -157,6 +195,7 @@ async fn run_members_announcing(
     members: Vec<Member<'_>>,
     sharing: Sharing,
     announces: bool,
+    role: Role,
 ) -> Result<Finished, CommitError> {
     let started = w.env.clock.monotonic();
     let read_version = members.iter().map(|m| m.txn.read_version).max().unwrap_or(0);
@@ -167,8 +206,10 @@ async fn run_members_announcing(
     let latency = w.memory.attempt_latency().unwrap_or(members[0].opts.retry.min_backoff);
     let mut memory = Memory::new(sharing, started, base, w.env.clock.now(), latency);
     memory.announces = announces;
+    // A multi-table transaction's part, or an undo, holds no one else's transaction.
+    memory.solitary = role.mine.is_some() || role.undoing.is_some();
     let own = members.iter().map(|m| m.txn.id).collect();
-    let mut driver = Driver { w, own, members, memory, job_replayed: None };
+    let mut driver = Driver { w, own, members, memory, job_replayed: None, role };
     let result = driver.rounds().await;
     driver.settle_announced(result).await
 }
@@ -209,6 +250,8 @@ struct Driver<'w, 'b> {
     members: Vec<Member<'b>>,
     memory: Memory,
     job_replayed: Option<Vec<CommitInfo>>,
+    /// What the commit is to multi-table transactions it meets.
+    role: Role,
 }
 
 impl Driver<'_, '_> {
@@ -309,6 +352,7 @@ impl Driver<'_, '_> {
     /// expected version, re-runs what they changed, and settles if it can.
     async fn judge(&mut self) -> Result<Flow, CommitError> {
         let (w, sharing) = (self.w, self.memory.sharing);
+        self.settle_base().await?;
         for member in self.members.iter_mut().filter(|m| m.outcome.is_none()) {
             member.outcome = match member.ready_on(w.store, w.env, &self.memory.base).await {
                 Ok(Ready::Yes) => None,
@@ -325,10 +369,25 @@ impl Driver<'_, '_> {
         Ok(if self.members.iter().all(|m| m.outcome.is_some()) { Flow::Done } else { Flow::Next })
     }
 
+    /// Step 1, judge (first, withdrawing too): a base that names a multi-table
+    /// transaction not decided committed is waited for or undone (FORMAT.md §18), and
+    /// the base moves on. Invariant: no version is built on such a base but its undo.
+    async fn settle_base(&mut self) -> Result<(), CommitError> {
+        let w = self.w;
+        let first = self.members.iter().find(|m| m.outcome.is_none()).unwrap_or(&self.members[0]);
+        let give_up = self.memory.started + first.opts.retry.timeout;
+        while multi::settle(w, &self.memory.base, &self.role, give_up).await?.is_some() {
+            let latest = look_up_latest(w, self.memory.base.version).await?;
+            self.memory.moved_to(latest, w.env.clock.now());
+        }
+        Ok(())
+    }
+
     /// Step 1, judge (withdrawing): carried already, or withdrawn already? A failure the chain
     /// decides is the outcome (an includer judges it the same way: not carried); a
     /// storage error is judged again, within the withdrawal's budget.
     async fn judge_owner(&mut self) -> Result<Flow, CommitError> {
+        self.settle_base().await?;
         let (w, started) = (self.w, self.memory.started);
         let index = self.memory.withdrawal.as_ref().map_or(0, |w| w.member);
         let member = &mut self.members[index];

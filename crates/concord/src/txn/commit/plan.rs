@@ -144,7 +144,8 @@ impl Memory {
     /// lists them unless it holds a listing. A lone writer never loses: it pays nothing.
     pub(super) fn list(&mut self, f: &Facts) -> Step {
         let contended = self.contention.carries(f.lost_recently, f.saw_line_recently || f.knows_line);
-        self.carries = self.withdrawal.is_none() && contended && self.sharing == Sharing::Group && cooperative::enabled(&self.base);
+        self.carries =
+            self.withdrawal.is_none() && !self.solitary && contended && self.sharing == Sharing::Group && cooperative::enabled(&self.base);
         if self.carries && self.line.lists() {
             Step::List { names_only: self.announcement.is_some() }
         } else {

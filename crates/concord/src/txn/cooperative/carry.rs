@@ -75,5 +75,6 @@ pub(crate) fn withdraw_record(env: &Env, base: &Manifest, withdrawn: Uuid, carri
         job_idempotency_key: None,
         carried_by,
         merged_from: None,
+        multi: None,
     }
 }
