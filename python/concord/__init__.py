@@ -40,12 +40,14 @@ from ._table import (
     open,
     sql,
 )
+from ._together import commit_together
 
 __all__ = [
     "create",
     "open",
     "sql",
     "create_coordinator_table",
+    "commit_together",
     "Table",
     "CommitInfo",
     "Fragment",

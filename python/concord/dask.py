@@ -56,9 +56,11 @@ def read_concord(
 
 
 def _read_changes(
-    span: Any, uri: str, storage_options: StorageOptions, last: int, columns: Any, filter: Any, branch: Optional[str] = None
+    span: Any, uri: str, storage_options: StorageOptions, last: int, data_columns: Any, filter: Any, branch: Optional[str] = None
 ) -> pd.DataFrame:
-    return _jobs.read_changes(uri, storage_options, span, last, columns, filter, branch).to_pandas()
+    # Not named `columns`: Dask would then push its projections into it, change columns
+    # (`_change_type`, ...) included, which are not the table's.
+    return _jobs.read_changes(uri, storage_options, span, last, data_columns, filter, branch).to_pandas()
 
 
 def read_concord_changes(
@@ -72,8 +74,9 @@ def read_concord_changes(
     branch: Optional[str] = None,
 ) -> dd.DataFrame:
     """A dataframe of the changes after ``from_version`` up to ``to_version`` (the latest
-    without), as ``Table.changes`` gives them, one partition per consecutive range of
-    versions (``npartitions`` at most, default 64)."""
+    without; each a number or a tag of the branch) of ``branch`` (default ``main``), as
+    ``Table.changes`` gives them, one partition per consecutive range of versions
+    (``npartitions`` at most, default 64)."""
     columns = list(columns) if columns is not None else None
     schema, last, spans = _jobs.plan_changes(uri, from_version, to_version, columns, storage_options, npartitions, branch)
     meta = schema.empty_table().to_pandas()
@@ -85,7 +88,7 @@ def read_concord_changes(
         uri=uri,
         storage_options=storage_options,
         last=last,
-        columns=columns,
+        data_columns=columns,
         filter=filter,
         branch=branch,
         meta=meta,

@@ -138,7 +138,8 @@ def read_concord_changes(
     **read_args: Any,
 ) -> "ray.data.Dataset":
     """A dataset of the changes after ``from_version`` up to ``to_version`` (the latest
-    without), as ``Table.changes`` gives them (rows in the schema of the range's last
+    without; each a number or a tag of the branch) of ``branch`` (default ``main``), as
+    ``Table.changes`` gives them (rows in the schema of the range's last
     version), read by tasks each taking a consecutive range of versions. ``read_args``
     go to ``ray.data.read_datasource``."""
     source = ConcordChangesDatasource(uri, from_version, to_version, columns, filter, storage_options, branch)

@@ -12,6 +12,7 @@ mod options;
 mod refs;
 mod runtime;
 mod table;
+mod together;
 
 use pyo3::prelude::*;
 
@@ -45,6 +46,7 @@ fn _concord(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(refs::branches, m)?,
         wrap_pyfunction!(refs::delete_branch, m)?,
         wrap_pyfunction!(refs::merge_branch, m)?,
+        wrap_pyfunction!(together::commit_together, m)?,
     ] {
         m.add_function(f)?;
     }

@@ -131,7 +131,7 @@ impl Origin {
 pub(crate) fn version_ref(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<VersionRef>> {
     let Some(value) = value.filter(|v| !v.is_none()) else { return Ok(None) };
     if let Ok(text) = value.cast::<pyo3::types::PyString>() {
-        let text = text.to_str()?.trim().to_string();
+        let text = text.to_cow()?.trim().to_string();
         if text.is_empty() {
             return Err(Error::Usage("give a version number or a tag name, not an empty str".into()).into());
         }

@@ -46,7 +46,12 @@ pub(crate) fn version_of(py: Python<'_>, table: &Bound<'_, NativeTable>, version
 /// handle's branch as `name`.
 #[pyfunction]
 #[pyo3(signature = (table, name, version=None))]
-pub(crate) fn create_tag(py: Python<'_>, table: &Bound<'_, NativeTable>, name: String, version: Option<Bound<'_, PyAny>>) -> PyResult<TagTuple> {
+pub(crate) fn create_tag(
+    py: Python<'_>,
+    table: &Bound<'_, NativeTable>,
+    name: String,
+    version: Option<Bound<'_, PyAny>>,
+) -> PyResult<TagTuple> {
     guard(|| {
         let version = version_ref(version.as_ref())?;
         let table = table.get().current(py)?;
@@ -97,7 +102,12 @@ pub(crate) fn branch(py: Python<'_>, table: &Bound<'_, NativeTable>, name: Strin
 /// name; its latest without); returns a handle on it.
 #[pyfunction]
 #[pyo3(signature = (table, name, from_version=None))]
-pub(crate) fn create_branch(py: Python<'_>, table: &Bound<'_, NativeTable>, name: String, from_version: Option<Bound<'_, PyAny>>) -> PyResult<NativeTable> {
+pub(crate) fn create_branch(
+    py: Python<'_>,
+    table: &Bound<'_, NativeTable>,
+    name: String,
+    from_version: Option<Bound<'_, PyAny>>,
+) -> PyResult<NativeTable> {
     guard(|| {
         let from = version_ref(from_version.as_ref())?;
         let native = table.get();

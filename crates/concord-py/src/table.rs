@@ -48,7 +48,7 @@ fn write_of(kind: &str, args: &Bound<'_, PyDict>) -> PyResult<Write> {
 }
 
 /// A commit's outcome as a dict (python/concord/_table.py makes it a `CommitInfo`).
-fn commit_info<'py>(py: Python<'py>, info: &CommitInfo) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn commit_info<'py>(py: Python<'py>, info: &CommitInfo) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("version", info.version)?;
     d.set_item("operation", info.operation.name())?;
