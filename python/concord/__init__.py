@@ -27,6 +27,7 @@ from ._errors import (
     TooMuchContentionError,
     VersionMovedError,
 )
+from ._refs import BranchInfo, MergeInfo, TagInfo, Tags
 from ._table import (
     DEFAULT_COMPACT_TARGET_ROWS,
     CommitInfo,
@@ -39,17 +40,23 @@ from ._table import (
     open,
     sql,
 )
+from ._together import commit_together
 
 __all__ = [
     "create",
     "open",
     "sql",
     "create_coordinator_table",
+    "commit_together",
     "Table",
     "CommitInfo",
     "Fragment",
     "Consumer",
     "ConsumerInfo",
+    "Tags",
+    "TagInfo",
+    "BranchInfo",
+    "MergeInfo",
     "ConcordError",
     "InvalidInputError",
     "IncompatibleError",

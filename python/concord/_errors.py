@@ -112,7 +112,8 @@ class TableNotFoundError(ConcordError, FileNotFoundError):
 
 
 class TableExistsError(ConcordError, FileExistsError):
-    """``create`` found a table already there. CLI exit code 7."""
+    """``create`` found a table already there (or a tag, branch or consumer of that name
+    exists). CLI exit code 7."""
 
     exit_code = 7
 

@@ -6,7 +6,8 @@ groups of fragments.
 Exactly once: an engine re-runs a failed or lost task, which stages again under a new
 id; only the ids returned by finished tasks reach the commit, so a staged part of a
 failed attempt is never committed (vacuum removes its files). The job's key makes a
-retried commit (after a lost response) replay instead of committing twice.
+retried commit (after a lost response) replay instead of committing twice. With
+``branch``, parts are staged and committed on that branch, and reads read its versions.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any, Iterable, List, Optional, Sequence, Tuple
 import pyarrow as pa
 
 from ._errors import CommitStateUnknownError, InvalidInputError
+from ._refs import VersionLike
 from ._table import CommitInfo, Fragment, StorageOptions, TimeLike, open
 
 MODES = ("append", "overwrite")
@@ -36,7 +38,7 @@ def job_key(idempotency_key: Optional[str]) -> str:
     return idempotency_key if idempotency_key is not None else f"job-{uuid.uuid4()}"
 
 
-def stage_part(uri: str, storage_options: StorageOptions, tables: Iterable[pa.Table]) -> List[str]:
+def stage_part(uri: str, storage_options: StorageOptions, tables: Iterable[pa.Table], branch: Optional[str] = None) -> List[str]:
     """Stages one task's rows as an append; returns its staged id (none for no rows)."""
     tables = [t for t in tables if t.num_rows]
     if not tables:
@@ -44,14 +46,17 @@ def stage_part(uri: str, storage_options: StorageOptions, tables: Iterable[pa.Ta
     schema = tables[0].schema
     batches = (b for t in tables for b in t.cast(schema).to_batches())
     reader = pa.RecordBatchReader.from_batches(schema, batches)
-    return [open(uri, storage_options=storage_options).stage_append(reader)]
+    return [open(uri, storage_options=storage_options, branch=branch).stage_append(reader)]
 
 
-def commit_job(uri: str, storage_options: StorageOptions, staged: Sequence[str], mode: str, key: str) -> List[CommitInfo]:
-    """Commits a job's staged appends as one version; ``overwrite`` first removes every
-    row (in the same version), so the table holds exactly the job's rows. A commit whose
-    outcome stays unknown is tried again under the same key (it replays if it landed)."""
-    table = open(uri, storage_options=storage_options)
+def commit_job(
+    uri: str, storage_options: StorageOptions, staged: Sequence[str], mode: str, key: str, branch: Optional[str] = None
+) -> List[CommitInfo]:
+    """Commits a job's staged appends as one version (of ``branch``); ``overwrite`` first
+    removes every row (in the same version), so the table holds exactly the job's rows. A
+    commit whose outcome stays unknown is tried again under the same key (it replays if
+    it landed)."""
+    table = open(uri, storage_options=storage_options, branch=branch)
     ids = list(staged)
     if mode == "overwrite":
         empty = table.schema.empty_table()
@@ -69,15 +74,16 @@ def commit_job(uri: str, storage_options: StorageOptions, staged: Sequence[str],
 
 def plan_read(
     uri: str,
-    version: Optional[int],
+    version: Optional[VersionLike],
     as_of: Optional[TimeLike],
     filter: Optional[str],
     storage_options: StorageOptions,
     groups: Optional[int],
+    branch: Optional[str] = None,
 ) -> "tuple[pa.Schema, List[List[Fragment]]]":
     """The version's fragments that ``filter``'s statistics do not rule out, in about
     ``groups`` groups of similar row counts (by default one per fragment, at most 64)."""
-    table = open(uri, version=version, as_of=as_of, storage_options=storage_options)
+    table = open(uri, version=version, as_of=as_of, storage_options=storage_options, branch=branch)
     fragments = table.fragments(table.version, where=filter)
     n = max(1, min(groups or min(len(fragments), 64), len(fragments)))
     buckets: List[List[Fragment]] = [[] for _ in range(n)]
@@ -107,17 +113,20 @@ def staged_ids(returns: Iterable[Any]) -> List[str]:
 
 def plan_changes(
     uri: str,
-    from_version: int,
-    to_version: Optional[int],
+    from_version: VersionLike,
+    to_version: Optional[VersionLike],
     columns: Optional[Sequence[str]],
     storage_options: StorageOptions,
     parallelism: Optional[int],
+    branch: Optional[str] = None,
 ) -> Tuple[pa.Schema, int, List[Tuple[int, int]]]:
-    """The change feed after ``from_version`` up to ``to_version`` (the latest without)
-    cut into consecutive version ranges, one a task (``parallelism`` of them at most,
-    default 64): its schema (the last version's), the last version, the ranges."""
-    table = open(uri, storage_options=storage_options)
-    to = table.version if to_version is None else to_version
+    """The change feed after ``from_version`` up to ``to_version`` (the latest without;
+    each a number or a tag of the branch) cut into consecutive version ranges, one a
+    task (``parallelism`` of them at most, default 64): its schema (the last
+    version's), the last version, the ranges."""
+    table = open(uri, storage_options=storage_options, branch=branch)
+    from_version = table._version_number(from_version)
+    to = table.version if to_version is None else table._version_number(to_version)
     if from_version > to:
         raise InvalidInputError(f"the change range starts at version {from_version}, after its end {to}")
     schema = table.changes(to, to, columns).schema
@@ -134,9 +143,10 @@ def read_changes(
     schema_of: int,
     columns: Optional[Sequence[str]],
     where: Optional[str],
+    branch: Optional[str] = None,
 ) -> pa.Table:
     """The changes of one range of ``plan_changes`` (rows in the schema of version
     ``schema_of``, so that every task gives the same columns)."""
-    table = open(uri, storage_options=storage_options)
+    table = open(uri, storage_options=storage_options, branch=branch)
     export = table._native.changes(span[0], span[1], None, None, None, list(columns) if columns else None, where, False, schema_of)
     return pa.RecordBatchReader.from_stream(export).read_all()

@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from . import _concord
 from ._errors import InvalidInputError
+from ._refs import MAIN_BRANCH, RefsMixin, VersionLike
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -207,7 +208,7 @@ def _assignments(set: Mapping[str, str]) -> List[Tuple[str, str]]:
     return [(str(column), str(expr)) for column, expr in set.items()]
 
 
-class Table:
+class Table(RefsMixin):
     """A Concord table: reads one version (``version``), writes on top of the latest.
 
     Get one with :func:`concord.create` or :func:`concord.open`. A write commits
@@ -220,6 +221,10 @@ class Table:
     and commits, and writes from threads sharing a handle may share a version (group
     commit), each with its own outcome. A handle can be pickled (it reopens its
     version on the other side) and survives ``fork`` (the child reopens it).
+
+    A handle is on one branch (``branch_name``; ``main`` unless opened with
+    ``branch=`` or got from ``branch``/``create_branch``): it reads and writes that
+    branch's versions. ``version=`` takes a version number or a tag's name.
 
     Every write takes the keyword arguments ``isolation`` ("serializable" or
     "snapshot"), ``expect_version`` (commit only if the latest version is still this
@@ -268,10 +273,13 @@ class Table:
         return self
 
     def __repr__(self) -> str:
-        return f"concord.Table({self.uri!r}, version={self.version})"
+        branch = self.branch_name
+        on = "" if branch == MAIN_BRANCH else f", branch={branch!r}"
+        return f"concord.Table({self.uri!r}, version={self.version}{on})"
 
     def __reduce__(self) -> Any:
-        return (_reopen, (self.uri, self._storage_options, self.version))
+        branch = self.branch_name
+        return (_reopen, (self.uri, self._storage_options, self.version, None if branch == MAIN_BRANCH else branch))
 
     # ---------------------------------------------------------------- writes
     # Each write is its kind's name and its arguments, handed to the library's one
@@ -317,9 +325,14 @@ class Table:
         matching that SQL predicate, and every row of ``data`` must match it too."""
         return self._write("overwrite", {"data": _stream(data), "where": where}, options)
 
-    def restore(self, version: int, **options: Unpack[WriteOptions]) -> CommitInfo:
-        """Makes ``version`` (its schema and rows) the newest state, as a new version."""
-        return self._write("restore", {"version": version}, options)
+    def restore(self, version: VersionLike, **options: Unpack[WriteOptions]) -> CommitInfo:
+        """Makes ``version`` (its schema and rows; a number or a tag of this branch) the
+        newest state, as a new version."""
+        return self._write("restore", {"version": self._version_number(version)}, options)
+
+    def _version_number(self, version: VersionLike) -> int:
+        """The number of ``version`` on the handle's branch (a tag's, looked up)."""
+        return _concord.version_of(self._native, version) if isinstance(version, str) else version
 
     def add_column(self, definition: str, **options: Unpack[WriteOptions]) -> CommitInfo:
         """Adds a column: ``"name type [not null] [default <SQL expression>]"``.
@@ -357,13 +370,15 @@ class Table:
         rows = DEFAULT_COMPACT_TARGET_ROWS if target_rows is None else target_rows
         return self._write("compact", {"target_rows": rows}, options)
 
-    def vacuum(self, older_than: DurationLike, *, allow_short_retention: bool = False) -> Dict[str, int]:
+    def vacuum(self, older_than: DurationLike, *, allow_short_retention: bool = False) -> Dict[str, Any]:
         """Removes versions committed more than ``older_than`` ago (``"7d"``, ``"1h"``,
         ``"30m"`` or a ``datetime.timedelta``; never the latest version) and the files
         only they used. A retention under one hour is refused unless
         ``allow_short_retention=True`` (only safe if no write takes longer than it).
         Returns the report: ``versions_removed``, ``oldest_retained``,
-        ``objects_removed``, ``bytes_removed``, ``objects_kept``."""
+        ``objects_removed``, ``bytes_removed``, ``objects_kept`` (ints), and
+        ``held_by_consumers``, ``held_by_branches``, ``held_by_tags``: lists of
+        (name, version) of what kept versions older than the retention."""
         if isinstance(older_than, str):
             seconds = _concord.parse_duration(older_than)
         elif isinstance(older_than, _dt.timedelta):
@@ -399,9 +414,9 @@ class Table:
         """Prepares an overwrite (see ``overwrite``) without committing it; returns the staged id."""
         return self._stage("overwrite", {"data": _stream(data), "where": where}, options)
 
-    def stage_restore(self, version: int, **options: Unpack[WriteOptions]) -> str:
+    def stage_restore(self, version: VersionLike, **options: Unpack[WriteOptions]) -> str:
         """Prepares a restore (see ``restore``) without committing it; returns the staged id."""
-        return self._stage("restore", {"version": version}, options)
+        return self._stage("restore", {"version": self._version_number(version)}, options)
 
     def stage_add_column(self, definition: str, **options: Unpack[WriteOptions]) -> str:
         """Prepares ``add_column`` without committing it; returns the staged id."""
@@ -449,7 +464,7 @@ class Table:
         self,
         columns: Optional[Sequence[str]] = None,
         where: Optional[str] = None,
-        version: Optional[int] = None,
+        version: Optional[VersionLike] = None,
         as_of: Optional[TimeLike] = None,
         limit: Optional[int] = None,
     ) -> pa.Table:
@@ -464,7 +479,7 @@ class Table:
         self,
         columns: Optional[Sequence[str]] = None,
         where: Optional[str] = None,
-        version: Optional[int] = None,
+        version: Optional[VersionLike] = None,
         as_of: Optional[TimeLike] = None,
         limit: Optional[int] = None,
     ) -> pa.RecordBatchReader:
@@ -474,11 +489,11 @@ class Table:
         schema = pa.schema(batches.schema())
         return pa.RecordBatchReader.from_batches(schema, (pa.record_batch(b) for b in batches))
 
-    def count(self, where: Optional[str] = None, version: Optional[int] = None, as_of: Optional[TimeLike] = None) -> int:
+    def count(self, where: Optional[str] = None, version: Optional[VersionLike] = None, as_of: Optional[TimeLike] = None) -> int:
         """Rows matching ``where`` (every live row without one; then no data is read)."""
         return self._native.count(where, version, _time(as_of))
 
-    def iceberg_metadata_path(self, version: Optional[int] = None) -> str:
+    def iceberg_metadata_path(self, version: Optional[VersionLike] = None) -> str:
         """The Iceberg metadata file (a ``file://`` or ``s3://`` URI) of ``version``
         (default: the latest), published first if needed with every earlier version
         not yet published, for any Iceberg reader: ``duckdb``'s ``iceberg_scan``,
@@ -495,7 +510,7 @@ class Table:
         return json.loads(self._native.history_json())
 
     def fragments(
-        self, version: Optional[int] = None, *, where: Optional[str] = None, as_of: Optional[TimeLike] = None
+        self, version: Optional[VersionLike] = None, *, where: Optional[str] = None, as_of: Optional[TimeLike] = None
     ) -> List["Fragment"]:
         """The fragments of the handle's version (or of ``version``, or the version as
         of ``as_of``): picklable pieces of the table that workers (multiprocessing,
@@ -503,14 +518,14 @@ class Table:
         the fragments whose statistics do not rule the predicate out (read them with
         the same ``where``)."""
         return [
-            Fragment(fid, rows, fjson, fversion, self.uri, self._storage_options, self._native)
-            for fid, rows, fjson, fversion in self._native.fragments(version, _time(as_of), where)
+            Fragment(fid, rows, fjson, fversion, self.uri, self._storage_options, self._native, branch)
+            for fid, rows, fjson, fversion, branch in self._native.fragments(version, _time(as_of), where)
         ]
 
     def changes(
         self,
-        from_version: Optional[int] = None,
-        to_version: Optional[int] = None,
+        from_version: Optional[VersionLike] = None,
+        to_version: Optional[VersionLike] = None,
         columns: Optional[Sequence[str]] = None,
         where: Optional[str] = None,
         net: bool = False,
@@ -568,7 +583,7 @@ class Consumer:
     def __repr__(self) -> str:
         return f"Consumer({self._table.uri!r}, {self.name!r})"
 
-    def create(self, version: Optional[int] = None) -> ConsumerInfo:
+    def create(self, version: Optional[VersionLike] = None) -> ConsumerInfo:
         """Creates the consumer at ``version`` (the latest without): its first changes
         are those after it. A name in use raises ``TableExistsError``."""
         return ConsumerInfo(*self._table._native.consumer("create", self.name, version, None))
@@ -582,7 +597,7 @@ class Consumer:
         """The version it has read up to."""
         return self.info().version
 
-    def advance(self, to_version: Optional[int] = None, expected_version: Optional[int] = None) -> ConsumerInfo:
+    def advance(self, to_version: Optional[VersionLike] = None, expected_version: Optional[int] = None) -> ConsumerInfo:
         """Moves it to ``to_version`` (the latest without). If another process moved it
         meanwhile (or since ``expected_version``), nothing changes and
         ``VersionMovedError`` is raised (compare-and-swap)."""
@@ -590,7 +605,7 @@ class Consumer:
 
     def read(
         self,
-        to_version: Optional[int] = None,
+        to_version: Optional[VersionLike] = None,
         columns: Optional[Sequence[str]] = None,
         where: Optional[str] = None,
         net: bool = False,
@@ -605,8 +620,8 @@ class Consumer:
         return ConsumerInfo(*self._table._native.consumer("drop", self.name, None, None))
 
 
-def _reopen(uri: str, storage_options: StorageOptions, version: int) -> Table:
-    return open(uri, version=version, storage_options=storage_options)
+def _reopen(uri: str, storage_options: StorageOptions, version: int, branch: Optional[str] = None) -> Table:
+    return open(uri, version=version, storage_options=storage_options, branch=branch)
 
 
 class Fragment:
@@ -619,16 +634,26 @@ class Fragment:
         id: the fragment's id (unique in the table).
         rows: its live rows.
         version: the version it was listed from (and is read at).
+        branch: the branch of that version (``None``: main).
     """
 
-    __slots__ = ("id", "rows", "version", "_json", "_uri", "_storage_options", "_native")
+    __slots__ = ("id", "rows", "version", "branch", "_json", "_uri", "_storage_options", "_native")
 
     def __init__(
-        self, id: int, rows: int, fragment_json: str, version: int, uri: str, storage_options: StorageOptions, native: Any = None
+        self,
+        id: int,
+        rows: int,
+        fragment_json: str,
+        version: int,
+        uri: str,
+        storage_options: StorageOptions,
+        native: Any = None,
+        branch: Optional[str] = None,
     ) -> None:
         self.id = id
         self.rows = rows
         self.version = version
+        self.branch = None if branch == MAIN_BRANCH else branch
         self._json = fragment_json
         self._uri = uri
         self._storage_options = storage_options
@@ -637,23 +662,28 @@ class Fragment:
     def to_arrow(self, columns: Optional[Sequence[str]] = None, where: Optional[str] = None) -> pa.Table:
         """Reads the fragment's live rows (``columns``, those matching ``where``)."""
         if self._native is not None:
-            export = self._native.read_fragment(self.version, self._json, _columns(columns), where)
+            export = self._native.read_fragment(self.version, self._json, _columns(columns), where, self.branch or MAIN_BRANCH)
         else:
             pairs, coordinator = _options(self._storage_options)
-            export = _concord.read_fragment(self._uri, pairs, coordinator, self.version, self._json, _columns(columns), where)
+            args = (self._uri, pairs, coordinator, self.version, self._json, _columns(columns), where, self.branch)
+            export = _concord.read_fragment(*args)
         return _read_all(export)
 
     def __reduce__(self) -> Any:
-        return (Fragment, (self.id, self.rows, self._json, self.version, self._uri, self._storage_options))
+        return (Fragment, (self.id, self.rows, self._json, self.version, self._uri, self._storage_options, None, self.branch))
 
     def __repr__(self) -> str:
-        return f"concord.Fragment(id={self.id}, rows={self.rows}, version={self.version}, uri={self._uri!r})"
+        on = "" if self.branch is None else f", branch={self.branch!r}"
+        return f"concord.Fragment(id={self.id}, rows={self.rows}, version={self.version}{on}, uri={self._uri!r})"
+
+    def _key(self) -> Tuple[str, Optional[str], int]:
+        return (self._uri, self.branch, self.version)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Fragment) and (self._uri, self.version, self._json) == (other._uri, other.version, other._json)
+        return isinstance(other, Fragment) and (self._key(), self._json) == (other._key(), other._json)
 
     def __hash__(self) -> int:
-        return hash((self._uri, self.version, self.id))
+        return hash((self._key(), self.id))
 
 
 def create(uri: str, schema: Union[pa.Schema, str], storage_options: StorageOptions = None) -> Table:
@@ -681,13 +711,21 @@ def create(uri: str, schema: Union[pa.Schema, str], storage_options: StorageOpti
     return Table(_concord.create(uri, schema, pairs, coordinator), storage_options)
 
 
-def open(uri: str, version: Optional[int] = None, as_of: Optional[TimeLike] = None, storage_options: StorageOptions = None) -> Table:
-    """Opens the table at ``uri``: its latest version, or ``version``, or the newest
-    version committed at or before ``as_of`` (a datetime, naive taken as UTC, or RFC
-    3339 text). ``storage_options`` as for ``create``. Raises ``TableNotFoundError``
-    if there is no table."""
+def open(
+    uri: str,
+    version: Optional[VersionLike] = None,
+    as_of: Optional[TimeLike] = None,
+    storage_options: StorageOptions = None,
+    branch: Optional[str] = None,
+) -> Table:
+    """Opens the table at ``uri`` on ``branch`` (default ``main``): its latest version,
+    or ``version`` (a number, or a tag's name: the handle is then on the tag's branch),
+    or the newest version committed at or before ``as_of`` (a datetime, naive taken as
+    UTC, or RFC 3339 text). ``storage_options`` as for ``create``. Raises
+    ``TableNotFoundError`` if there is no table, ``InvalidInputError`` for an unknown
+    branch or tag."""
     pairs, coordinator = _options(storage_options)
-    return Table(_concord.open(uri, pairs, coordinator, version, _time(as_of)), storage_options)
+    return Table(_concord.open(uri, pairs, coordinator, version, _time(as_of), branch), storage_options)
 
 
 def sql(

@@ -232,6 +232,32 @@ def test_two_ray_jobs_and_four_processes_write_at_once(local, ray_cluster):
     assert sum(1 for i in ids if i < 1_000_000) == 4 * 5 * 10
 
 
+def test_ray_jobs_write_and_read_a_branch_only(store, ray_cluster):
+    import concord.ray
+
+    ray = ray_cluster
+    t = store.create()
+    t.append(rows(range(5)))  # main v1
+    dev = t.create_branch("dev")
+    ds = ray.data.range(1000, override_num_blocks=4).map_batches(_to_rows, batch_format="pyarrow")
+    infos = concord.ray.write_concord(ds, t.uri, storage_options=store.options, branch="dev")
+    assert len(infos) == 4 and _one_version(dev, infos, 1) == 2
+    assert t.refresh().version == 1 and t.count() == 5, "main did not move"
+    assert dev.refresh().version == 2 and dev.count() == 1005
+    back = concord.ray.read_concord(t.uri, storage_options=store.options, branch="dev")
+    assert _ids(pa.concat_tables(ray.get(back.to_arrow_refs()))) == _ids(dev.to_arrow())
+    main = concord.ray.read_concord(t.uri, storage_options=store.options)
+    assert _ids(pa.concat_tables(ray.get(main.to_arrow_refs()))) == list(range(5))
+    dev.tags.create("dev-job")
+    tagged = concord.ray.read_concord(t.uri, version="dev-job", storage_options=store.options)
+    assert tagged.count() == 1005
+    over = ray.data.range(3).map_batches(_to_rows, batch_format="pyarrow")
+    infos = concord.ray.write_concord(over, t.uri, mode="overwrite", storage_options=store.options, branch="dev")
+    assert _ids(dev.refresh().to_arrow()) == [0, 1, 2] and t.refresh().count() == 5
+    feed = concord.ray.read_concord_changes(t.uri, "dev-job", storage_options=store.options, branch="dev")
+    assert feed.count() == 1005 + 3
+
+
 # ------------------------------------------------------------------------ Dask
 
 
@@ -298,6 +324,26 @@ def test_a_dask_job_that_fails_leaves_the_table_unchanged_and_overwrite_replaces
     infos = concord.dask.to_concord(_frame(1_000, 4, start=100), t.uri, mode="overwrite")
     assert _one_version(t, infos, 1) == 2
     assert _ids(t.refresh().to_arrow()) == list(range(100, 1_100))
+
+
+def test_dask_jobs_write_and_read_a_branch_only(store, dask_client):
+    import concord.dask
+
+    t = store.create()
+    t.append(rows(range(5)))  # main v1
+    dev = t.create_branch("dev")
+    infos = concord.dask.to_concord(_frame(1000, 4, start=100), t.uri, storage_options=store.options, branch="dev")
+    assert len(infos) == 4 and _one_version(dev, infos, 1) == 2
+    assert t.refresh().version == 1 and t.count() == 5, "main did not move"
+    assert dev.refresh().count() == 1005
+    back = concord.dask.read_concord(t.uri, storage_options=store.options, branch="dev").compute()
+    assert sorted(back["id"]) == _ids(dev.to_arrow())
+    assert sorted(concord.dask.read_concord(t.uri, storage_options=store.options).compute()["id"]) == list(range(5))
+    assert len(concord.dask.read_concord(t.uri, version=1, storage_options=store.options, branch="dev").compute()) == 5
+    concord.dask.to_concord(_frame(3, 1), t.uri, mode="overwrite", storage_options=store.options, branch="dev")
+    assert _ids(dev.refresh().to_arrow()) == [0, 1, 2] and t.refresh().count() == 5
+    feed = concord.dask.read_concord_changes(t.uri, 2, storage_options=store.options, branch="dev").compute()
+    assert sorted(feed["_change_type"].value_counts().items()) == [("delete", 1005), ("insert", 3)]
 
 
 def _history_table(store):

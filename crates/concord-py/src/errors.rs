@@ -23,6 +23,18 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyModule};
 
+/// An error of the change feed, consumers, tags, branches, merges or multi-table
+/// commits.
+#[derive(Debug)]
+pub(crate) enum History {
+    Changes(concord::ChangesError),
+    Consumer(concord::ConsumerError),
+    Tag(concord::TagError),
+    Branch(concord::BranchError),
+    Merge(concord::MergeError),
+    Together(concord::TogetherError),
+}
+
 /// Everything a call can fail with.
 #[derive(Debug)]
 pub(crate) enum Error {
@@ -34,8 +46,7 @@ pub(crate) enum Error {
     Write(WriteError),
     Sql(SqlError),
     Publish(concord::errors::PublishError),
-    Changes(concord::ChangesError),
-    Consumer(concord::ConsumerError),
+    History(History),
     /// A bad argument (the CLI's usage errors, exit 2).
     Usage(String),
     /// The caller's Arrow data could not be imported.
@@ -83,12 +94,32 @@ impl From<concord::errors::PublishError> for Error {
 }
 impl From<concord::ChangesError> for Error {
     fn from(e: concord::ChangesError) -> Self {
-        Error::Changes(e)
+        Error::History(History::Changes(e))
     }
 }
 impl From<concord::ConsumerError> for Error {
     fn from(e: concord::ConsumerError) -> Self {
-        Error::Consumer(e)
+        Error::History(History::Consumer(e))
+    }
+}
+impl From<concord::TagError> for Error {
+    fn from(e: concord::TagError) -> Self {
+        Error::History(History::Tag(e))
+    }
+}
+impl From<concord::BranchError> for Error {
+    fn from(e: concord::BranchError) -> Self {
+        Error::History(History::Branch(e))
+    }
+}
+impl From<concord::MergeError> for Error {
+    fn from(e: concord::MergeError) -> Self {
+        Error::History(History::Merge(e))
+    }
+}
+impl From<concord::TogetherError> for Error {
+    fn from(e: concord::TogetherError) -> Self {
+        Error::History(History::Together(e))
     }
 }
 impl From<WriteError> for Error {
@@ -141,13 +172,23 @@ fn commit_hint(e: &CommitError) -> Option<String> {
     }
 }
 
-/// The exception's class, attributes and message.
-/// The kind of `e` (`None`: the base class, for internal errors) and its message.
-fn classify(e: &Error) -> (Option<ErrorKind>, String) {
-    let with_hint = |e: &dyn std::error::Error, hint: Option<String>| match hint {
+fn branch_hint(e: &concord::BranchError) -> Option<String> {
+    match e {
+        concord::BranchError::NotFound { name } => Some(format!("create it with t.create_branch({name:?})")),
+        _ => None,
+    }
+}
+
+/// The library's message of `e` with its causes, then the CLI's hint (if any).
+fn with_hint(e: &dyn std::error::Error, hint: Option<String>) -> String {
+    match hint {
         Some(hint) => format!("{}; {hint}", concord::errors::describe_chain(e)),
         None => concord::errors::describe_chain(e),
-    };
+    }
+}
+
+/// The kind of `e` (`None`: the base class, for internal errors) and its message.
+fn classify(e: &Error) -> (Option<ErrorKind>, String) {
     match e {
         Error::Uri(e) => {
             let hint = matches!(e, UriError::CoordinatorCredentials { .. }).then(|| "in the environment or in storage_options".to_string());
@@ -204,17 +245,9 @@ fn classify(e: &Error) -> (Option<ErrorKind>, String) {
             (Some(e.kind()), with_hint(e, hint))
         }
         Error::Publish(e) => (Some(e.kind()), concord::errors::describe_chain(e)),
-        Error::Changes(e) => {
-            let hint = matches!(e, concord::ChangesError::VersionNotRetained { .. })
-                .then(|| "a consumer (t.consumer(name).create()) keeps versions from vacuum".to_string());
-            (Some(e.kind()), with_hint(e, hint))
-        }
-        Error::Consumer(e) => {
-            let hint = match e {
-                concord::ConsumerError::NotFound { name } => Some(format!("create it with t.consumer({name:?}).create()")),
-                _ => None,
-            };
-            (Some(e.kind()), with_hint(e, hint))
+        Error::History(e) => {
+            let (kind, message) = classify_history(e);
+            (Some(kind), message)
         }
         Error::Usage(message) => (Some(ErrorKind::InvalidInput), message.clone()),
         Error::BadData(e) => {
@@ -222,6 +255,50 @@ fn classify(e: &Error) -> (Option<ErrorKind>, String) {
         }
         Error::Panic(message) => (None, format!("internal error (a bug in concord; please report it): {message}")),
         Error::Internal(message) => (None, message.clone()),
+    }
+}
+
+/// The kind and message of an error of the change feed, consumers, tags, branches,
+/// merges or multi-table commits.
+fn classify_history(e: &History) -> (ErrorKind, String) {
+    match e {
+        History::Changes(e) => {
+            let hint = matches!(e, concord::ChangesError::VersionNotRetained { .. })
+                .then(|| "a consumer (t.consumer(name).create()) keeps versions from vacuum".to_string());
+            (e.kind(), with_hint(e, hint))
+        }
+        History::Consumer(e) => {
+            let hint = match e {
+                concord::ConsumerError::NotFound { name } => Some(format!("create it with t.consumer({name:?}).create()")),
+                _ => None,
+            };
+            (e.kind(), with_hint(e, hint))
+        }
+        History::Tag(e) => {
+            let hint = matches!(e, concord::TagError::NotFound { .. }).then(|| "t.tags.list() lists the tags".to_string());
+            (e.kind(), with_hint(e, hint))
+        }
+        History::Branch(e) => (e.kind(), with_hint(e, branch_hint(e))),
+        History::Merge(e) => {
+            let hint = match e {
+                concord::MergeError::TargetMoved { .. } => {
+                    Some("merge without fast_forward_only=True to replay the branch on what the target did".into())
+                }
+                concord::MergeError::Branch(b) => branch_hint(b),
+                concord::MergeError::Commit(c) => commit_hint(c),
+                _ => None,
+            };
+            (e.kind(), with_hint(e, hint))
+        }
+        History::Together(e) => {
+            let hint = match e {
+                concord::TogetherError::Part { source, .. } => commit_hint(source),
+                concord::TogetherError::Commit(c) => commit_hint(c),
+                concord::TogetherError::OutcomeUnknown { .. } => Some("pass the same idempotency_key".into()),
+                _ => None,
+            };
+            (e.kind(), with_hint(e, hint))
+        }
     }
 }
 

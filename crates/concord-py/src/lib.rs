@@ -9,8 +9,10 @@
 mod arrow_ffi;
 mod errors;
 mod options;
+mod refs;
 mod runtime;
 mod table;
+mod together;
 
 use pyo3::prelude::*;
 
@@ -34,6 +36,20 @@ fn _concord(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(table::create_coordinator_table, m)?)?;
     m.add_function(wrap_pyfunction!(table::_panic_for_tests, m)?)?;
     m.add_function(wrap_pyfunction!(errors::_error_classes, m)?)?;
+    for f in [
+        wrap_pyfunction!(refs::version_of, m)?,
+        wrap_pyfunction!(refs::create_tag, m)?,
+        wrap_pyfunction!(refs::tag, m)?,
+        wrap_pyfunction!(refs::tags, m)?,
+        wrap_pyfunction!(refs::branch, m)?,
+        wrap_pyfunction!(refs::create_branch, m)?,
+        wrap_pyfunction!(refs::branches, m)?,
+        wrap_pyfunction!(refs::delete_branch, m)?,
+        wrap_pyfunction!(refs::merge_branch, m)?,
+        wrap_pyfunction!(together::commit_together, m)?,
+    ] {
+        m.add_function(f)?;
+    }
     m.add("DEFAULT_COMPACT_TARGET_ROWS", concord::limits::DEFAULT_COMPACT_TARGET_ROWS)?;
     m.add("MIN_VACUUM_RETENTION_S", concord::limits::MIN_VACUUM_RETENTION.as_secs())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use arrow::datatypes::Schema as ArrowSchema;
 use chrono::{DateTime, Utc};
-use concord::{CommitOptions, IsolationLevel, RetryPolicy, Schema, StoreResolver};
+use concord::{CommitOptions, Env, IsolationLevel, RetryPolicy, Schema, StoreResolver, Table, VersionRef};
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -73,6 +73,8 @@ pub(crate) struct Origin {
     /// `dynamodb://<table>` (the CLI's `--commit-coordinator`); the environment's
     /// `CONCORD_COMMIT_COORDINATOR` when not given.
     pub(crate) coordinator: Option<String>,
+    /// The branch (the CLI's `--branch`; `None`: `main`, the table's own chain).
+    pub(crate) branch: Option<String>,
 }
 
 /// `memory://` tables live as long as the process, shared by every handle that names
@@ -99,6 +101,43 @@ impl Origin {
         }
         Ok(location)
     }
+
+    /// The table on the origin's branch: at `version` of it, or its latest.
+    pub(crate) async fn open(&self, version: Option<u64>) -> Result<Table, Error> {
+        let location = self.location()?;
+        Ok(match (&self.branch, version) {
+            // Straight to the version: the latest one need not be readable.
+            (None, Some(v)) => Table::open_version(location, Env::system(), v).await?,
+            (None, None) => Table::open(location, Env::system()).await?,
+            (Some(name), v) => {
+                let branch = Table::open(location, Env::system()).await?.branch(name).await?;
+                match v {
+                    Some(v) => branch.checkout(v).await?,
+                    None => branch,
+                }
+            }
+        })
+    }
+
+    /// The same place, on `table`'s branch.
+    pub(crate) fn on_branch_of(&self, table: &Table) -> Origin {
+        let name = table.branch_name();
+        Origin { branch: (name != concord::MAIN_BRANCH).then(|| name.to_string()), ..self.clone() }
+    }
+}
+
+/// A version as Python gives it (`version=`): a number, or a str (digits are a number,
+/// anything else a tag's name, as the CLI's `--version`).
+pub(crate) fn version_ref(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<VersionRef>> {
+    let Some(value) = value.filter(|v| !v.is_none()) else { return Ok(None) };
+    if let Ok(text) = value.cast::<pyo3::types::PyString>() {
+        let text = text.to_cow()?.trim().to_string();
+        if text.is_empty() {
+            return Err(Error::Usage("give a version number or a tag name, not an empty str".into()).into());
+        }
+        return Ok(Some(VersionRef::parse(&text)));
+    }
+    Ok(Some(VersionRef::Number(value.extract()?)))
 }
 
 /// A table schema from an Arrow schema: each field's type mapped to the Concord type

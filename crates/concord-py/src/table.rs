@@ -7,13 +7,13 @@ use std::sync::Mutex;
 
 use arrow::ffi_stream::ArrowArrayStreamReader;
 use concord::manifest::Fragment;
-use concord::{Assignment, CommitInfo, Env, Input, OperationKind, ScanOptions, Schema, SqlSession, Table, Write};
+use concord::{Assignment, CommitInfo, Env, Input, OperationKind, ScanOptions, Schema, SqlSession, Table, VersionRef, Write};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 
 use crate::arrow_ffi::{import_schema, import_stream, input_stream, pump, ArrowSchemaExport, ArrowStreamExport, BatchIterator};
 use crate::errors::Error;
-use crate::options::{commit_options, parse_time, schema_from_arrow, Origin};
+use crate::options::{commit_options, parse_time, schema_from_arrow, version_ref, Origin};
 use crate::runtime::{guard, run};
 
 /// The library's write of `kind` (an operation's name) from the Python package's
@@ -48,7 +48,7 @@ fn write_of(kind: &str, args: &Bound<'_, PyDict>) -> PyResult<Write> {
 }
 
 /// A commit's outcome as a dict (python/concord/_table.py makes it a `CommitInfo`).
-fn commit_info<'py>(py: Python<'py>, info: &CommitInfo) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn commit_info<'py>(py: Python<'py>, info: &CommitInfo) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("version", info.version)?;
     d.set_item("operation", info.operation.name())?;
@@ -74,12 +74,15 @@ struct State {
 /// table (clones share the handle's caches and its group commit).
 #[pyclass(module = "concord._concord", frozen)]
 pub(crate) struct NativeTable {
-    origin: Origin,
+    /// Where the table is, and the handle's branch.
+    pub(crate) origin: Origin,
     state: Mutex<State>,
 }
 
 impl NativeTable {
-    fn new(origin: Origin, table: Table) -> Self {
+    /// A handle on `table` (on its branch) at `origin`.
+    pub(crate) fn new(origin: &Origin, table: Table) -> Self {
+        let origin = origin.on_branch_of(&table);
         NativeTable { origin, state: Mutex::new(State { pid: std::process::id(), table }) }
     }
 
@@ -88,9 +91,9 @@ impl NativeTable {
     }
 
     /// The table to work on. In a child forked from the process that opened the
-    /// handle, the handle's version is opened again: the parent's connections and
-    /// random state must not be shared with it.
-    fn current(&self, py: Python<'_>) -> Result<Table, Error> {
+    /// handle, the handle's version (of its branch) is opened again: the parent's
+    /// connections and random state must not be shared with it.
+    pub(crate) fn current(&self, py: Python<'_>) -> Result<Table, Error> {
         let (pid, table) = {
             let state = self.state();
             (state.pid, state.table.clone())
@@ -99,9 +102,9 @@ impl NativeTable {
         if pid == here {
             return Ok(table);
         }
-        let origin = self.origin.clone();
+        let origin = self.origin.on_branch_of(&table);
         let version = table.version();
-        let reopened = run(py, async move { Ok(Table::open_version(origin.location()?, Env::system(), version).await?) })?;
+        let reopened = run(py, async move { origin.open(Some(version)).await })?;
         let mut state = self.state();
         if state.pid != here {
             *state = State { pid: here, table: reopened.clone() };
@@ -110,18 +113,19 @@ impl NativeTable {
     }
 
     /// Moves the handle to `table`'s version if that is not older than its own.
-    fn advance(&self, table: Table) {
+    pub(crate) fn advance(&self, table: Table) {
         let mut state = self.state();
         if state.pid == std::process::id() && table.version() >= state.table.version() {
             state.table = table;
         }
     }
 
-    /// The table at `version` or `as_of` (RFC 3339), or the handle's version.
-    async fn at(table: Table, version: Option<u64>, as_of: Option<String>) -> Result<Table, Error> {
+    /// The table at `version` (a number, or a tag's version wherever it is) or `as_of`
+    /// (RFC 3339), or the handle's version.
+    async fn at(table: Table, version: Option<VersionRef>, as_of: Option<String>) -> Result<Table, Error> {
         match (version, as_of) {
             (Some(_), Some(_)) => Err(Error::Usage("give version or as_of, not both".into())),
-            (Some(v), None) => Ok(table.checkout(v).await?),
+            (Some(v), None) => Ok(table.checkout_ref(&v).await?),
             (None, Some(t)) => Ok(table.checkout_as_of(parse_time(&t)?).await?),
             (None, None) => Ok(table),
         }
@@ -149,6 +153,12 @@ impl NativeTable {
     #[getter]
     fn version(&self) -> u64 {
         self.state().table.version()
+    }
+
+    /// The branch this handle reads and writes (`main`: the table's own chain).
+    #[getter]
+    fn branch_name(&self) -> String {
+        self.state().table.branch_name().to_string()
     }
 
     /// The schema of that version (an object with `__arrow_c_schema__`).
@@ -241,11 +251,12 @@ impl NativeTable {
         py: Python<'_>,
         columns: Option<Vec<String>>,
         filter: Option<String>,
-        version: Option<u64>,
+        version: Option<Bound<'_, PyAny>>,
         as_of: Option<String>,
         limit: Option<usize>,
     ) -> PyResult<ArrowStreamExport> {
         guard(|| {
+            let version = version_ref(version.as_ref())?;
             let table = self.current(py)?;
             let (schema, batches) = run(py, async move {
                 let scan = NativeTable::at(table, version, as_of).await?.scan(scan_options(columns, filter, limit)).await?;
@@ -263,11 +274,12 @@ impl NativeTable {
         py: Python<'_>,
         columns: Option<Vec<String>>,
         filter: Option<String>,
-        version: Option<u64>,
+        version: Option<Bound<'_, PyAny>>,
         as_of: Option<String>,
         limit: Option<usize>,
     ) -> PyResult<BatchIterator> {
         guard(|| {
+            let version = version_ref(version.as_ref())?;
             let table = self.current(py)?;
             let channel = run(py, async move {
                 let scan = NativeTable::at(table, version, as_of).await?.scan(scan_options(columns, filter, limit)).await?;
@@ -294,8 +306,9 @@ impl NativeTable {
 
     /// Rows matching `filter` (all live rows without one).
     #[pyo3(signature = (filter=None, version=None, as_of=None))]
-    fn count(&self, py: Python<'_>, filter: Option<String>, version: Option<u64>, as_of: Option<String>) -> PyResult<u64> {
+    fn count(&self, py: Python<'_>, filter: Option<String>, version: Option<Bound<'_, PyAny>>, as_of: Option<String>) -> PyResult<u64> {
         guard(|| {
+            let version = version_ref(version.as_ref())?;
             let table = self.current(py)?;
             Ok(run(py, async move { Ok(NativeTable::at(table, version, as_of).await?.count(filter.as_deref()).await?) })?)
         })
@@ -305,8 +318,9 @@ impl NativeTable {
     /// first if needed (with every earlier version not yet published), for any Iceberg
     /// reader.
     #[pyo3(signature = (version=None))]
-    fn iceberg_metadata_path(&self, py: Python<'_>, version: Option<u64>) -> PyResult<String> {
+    fn iceberg_metadata_path(&self, py: Python<'_>, version: Option<Bound<'_, PyAny>>) -> PyResult<String> {
         guard(|| {
+            let version = version_ref(version.as_ref())?;
             let table = self.current(py)?;
             Ok(run(py, async move { Ok(NativeTable::at(table, version, None).await?.publish_iceberg().await?) })?)
         })
@@ -322,33 +336,35 @@ impl NativeTable {
         })
     }
 
-    /// The fragments of a version: (id, live rows, the fragment as JSON, version).
-    /// With `filter`, only those its statistics do not rule out.
+    /// The fragments of a version: (id, live rows, the fragment as JSON, version, its
+    /// branch). With `filter`, only those its statistics do not rule out.
     #[pyo3(signature = (version=None, as_of=None, filter=None))]
     fn fragments(
         &self,
         py: Python<'_>,
-        version: Option<u64>,
+        version: Option<Bound<'_, PyAny>>,
         as_of: Option<String>,
         filter: Option<String>,
-    ) -> PyResult<Vec<(u64, u64, String, u64)>> {
+    ) -> PyResult<Vec<(u64, u64, String, u64, String)>> {
         guard(|| {
+            let version = version_ref(version.as_ref())?;
             let table = self.current(py)?;
-            let (fragments, version) = run(py, async move {
+            let (fragments, version, branch) = run(py, async move {
                 let table = NativeTable::at(table, version, as_of).await?;
-                Ok((table.fragments_matching(filter.as_deref()).await?, table.version()))
+                Ok((table.fragments_matching(filter.as_deref()).await?, table.version(), table.branch_name().to_string()))
             })?;
             let mut out = Vec::with_capacity(fragments.len());
             for f in &fragments {
                 let json = serde_json::to_string(f).map_err(|e| Error::Internal(format!("a fragment does not serialize: {e}")))?;
-                out.push((f.id, f.live_rows(), json, version));
+                out.push((f.id, f.live_rows(), json, version, branch.clone()));
             }
             Ok(out)
         })
     }
 
-    /// Reads one fragment of a version (see `read_fragment`), through this handle.
-    #[pyo3(signature = (version, fragment_json, columns=None, filter=None))]
+    /// Reads one fragment of a version of branch `branch` (the handle's without; see
+    /// `read_fragment`), through this handle.
+    #[pyo3(signature = (version, fragment_json, columns=None, filter=None, branch=None))]
     fn read_fragment(
         &self,
         py: Python<'_>,
@@ -356,11 +372,18 @@ impl NativeTable {
         fragment_json: &str,
         columns: Option<Vec<String>>,
         filter: Option<String>,
+        branch: Option<String>,
     ) -> PyResult<ArrowStreamExport> {
         guard(|| {
             let fragment = parse_fragment(fragment_json)?;
             let table = self.current(py)?;
-            fragment_stream(py, async move { Ok(table.checkout(version).await?) }, fragment, columns, filter)
+            let open = async move {
+                Ok(match branch {
+                    Some(name) if name != table.branch_name() => table.branch(&name).await?.checkout(version).await?,
+                    _ => table.checkout(version).await?,
+                })
+            };
+            fragment_stream(py, open, fragment, columns, filter)
         })
     }
 
@@ -372,8 +395,8 @@ impl NativeTable {
     fn changes(
         &self,
         py: Python<'_>,
-        from_version: Option<u64>,
-        to_version: Option<u64>,
+        from_version: Option<Bound<'_, PyAny>>,
+        to_version: Option<Bound<'_, PyAny>>,
         from_time: Option<String>,
         to_time: Option<String>,
         consumer: Option<String>,
@@ -383,6 +406,7 @@ impl NativeTable {
         schema_of: Option<u64>,
     ) -> PyResult<ArrowStreamExport> {
         guard(|| {
+            let (from_version, to_version) = (version_ref(from_version.as_ref())?, version_ref(to_version.as_ref())?);
             let table = self.current(py)?;
             let (schema, batches) = run(py, async move {
                 let options = concord::ChangeOptions { columns, filter, net, schema_of };
@@ -395,12 +419,12 @@ impl NativeTable {
                     }
                 };
                 let to = match (to_version, to_time) {
-                    (Some(v), _) => Some(v),
+                    (Some(v), _) => Some(table.version_of(&v).await?),
                     (None, Some(t)) => Some(at(t).await?),
                     (None, None) => None,
                 };
                 let feed = match (from_version, from_time, consumer) {
-                    (Some(v), _, _) => table.changes(v, to, &options).await?,
+                    (Some(v), _, _) => table.changes(table.version_of(&v).await?, to, &options).await?,
                     (None, Some(t), _) => table.changes(at(t).await?, to, &options).await?,
                     (None, None, Some(name)) => table.consumer_changes(&name, to, &options).await?.1,
                     (None, None, None) => return Err(Error::Usage("give from_version, from_time or a consumer".into())),
@@ -420,13 +444,18 @@ impl NativeTable {
         py: Python<'_>,
         action: &str,
         name: String,
-        version: Option<u64>,
+        version: Option<Bound<'_, PyAny>>,
         expected: Option<u64>,
     ) -> PyResult<(String, u64, String)> {
         guard(|| {
+            let version = version_ref(version.as_ref())?;
             let table = self.current(py)?;
             let action = action.to_string();
             let info = run(py, async move {
+                let version = match version {
+                    Some(at) => Some(table.version_of(&at).await?),
+                    None => None,
+                };
                 Ok(match action.as_str() {
                     "get" => table.consumer(&name).await?,
                     "create" => table.create_consumer(&name, version).await?,
@@ -449,20 +478,24 @@ impl NativeTable {
     }
 
     /// Removes versions older than `older_than_s` seconds (never the latest) and the
-    /// objects only they used. Returns the report.
+    /// objects only they used. Returns the report (`held_by_*`: lists of (name,
+    /// version), as `concord vacuum --json` gives them).
     #[pyo3(signature = (older_than_s, allow_short_retention=false))]
-    fn vacuum(&self, py: Python<'_>, older_than_s: f64, allow_short_retention: bool) -> PyResult<BTreeMap<String, u64>> {
+    fn vacuum<'py>(&self, py: Python<'py>, older_than_s: f64, allow_short_retention: bool) -> PyResult<Bound<'py, PyDict>> {
         guard(|| {
             let older_than = crate::options::seconds_to_duration("older_than", older_than_s)?;
             let table = self.current(py)?;
             let report = run(py, async move { Ok(table.vacuum(older_than, allow_short_retention).await?) })?;
-            Ok(BTreeMap::from([
-                ("versions_removed".to_string(), report.versions_removed),
-                ("oldest_retained".to_string(), report.oldest_retained),
-                ("objects_removed".to_string(), report.objects_removed),
-                ("bytes_removed".to_string(), report.bytes_removed),
-                ("objects_kept".to_string(), report.objects_kept),
-            ]))
+            let d = PyDict::new(py);
+            d.set_item("versions_removed", report.versions_removed)?;
+            d.set_item("oldest_retained", report.oldest_retained)?;
+            d.set_item("objects_removed", report.objects_removed)?;
+            d.set_item("bytes_removed", report.bytes_removed)?;
+            d.set_item("objects_kept", report.objects_kept)?;
+            d.set_item("held_by_consumers", report.held_by_consumers)?;
+            d.set_item("held_by_tags", report.held_by_tags)?;
+            d.set_item("held_by_branches", report.held_by_branches)?;
+            Ok(d)
         })
     }
 }
@@ -493,7 +526,7 @@ fn fragment_stream(
 }
 
 fn origin(uri: String, options: Vec<(String, String)>, coordinator: Option<String>) -> Origin {
-    Origin { uri, options, coordinator }
+    Origin { uri, options, coordinator, branch: None }
 }
 
 /// Creates an empty table (version 0). `schema` is the string form
@@ -517,45 +550,48 @@ pub(crate) fn create(
         let at = origin.clone();
         // Resolving may set up clients (a DynamoDB coordinator): off the GIL too.
         let table = run(py, async move { Ok(Table::create(at.location()?, Env::system(), schema).await?) })?;
-        Ok(NativeTable::new(origin, table))
+        Ok(NativeTable::new(&origin, table))
     })
 }
 
-/// Opens a table: its latest version, `version`, or the newest at or before `as_of`.
+/// Opens a table on branch `branch` (`main` without): its latest version, `version`
+/// (a number, or a tag's version wherever it is), or the newest at or before `as_of`.
 #[pyfunction]
-#[pyo3(signature = (uri, options, coordinator=None, version=None, as_of=None))]
+#[pyo3(signature = (uri, options, coordinator=None, version=None, as_of=None, branch=None))]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn open(
     py: Python<'_>,
     uri: String,
     options: Vec<(String, String)>,
     coordinator: Option<String>,
-    version: Option<u64>,
+    version: Option<Bound<'_, PyAny>>,
     as_of: Option<String>,
+    branch: Option<String>,
 ) -> PyResult<NativeTable> {
     guard(|| {
+        let version = version_ref(version.as_ref())?;
         if version.is_some() && as_of.is_some() {
             return Err(Error::Usage("give version or as_of, not both".into()).into());
         }
         let as_of = as_of.as_deref().map(parse_time).transpose()?;
-        let origin = origin(uri, options, coordinator);
+        let origin = Origin { branch: branch.filter(|b| b != concord::MAIN_BRANCH), ..origin(uri, options, coordinator) };
         let at = origin.clone();
         let table = run(py, async move {
-            let location = at.location()?;
             Ok(match (version, as_of) {
-                // Straight to the version: the latest one need not be readable.
-                (Some(v), _) => Table::open_version(location, Env::system(), v).await?,
-                (None, Some(t)) => Table::open(location, Env::system()).await?.checkout_as_of(t).await?,
-                (None, None) => Table::open(location, Env::system()).await?,
+                (Some(VersionRef::Number(v)), _) => at.open(Some(v)).await?,
+                (Some(tag), _) => at.open(None).await?.checkout_ref(&tag).await?,
+                (None, Some(t)) => at.open(None).await?.checkout_as_of(t).await?,
+                (None, None) => at.open(None).await?,
             })
         })?;
-        Ok(NativeTable::new(origin, table))
+        Ok(NativeTable::new(&origin, table))
     })
 }
 
-/// Reads one fragment of version `version` of the table at `uri` (in a worker process
-/// that received a pickled fragment).
+/// Reads one fragment of version `version` of branch `branch` (`main` without) of the
+/// table at `uri` (in a worker process that received a pickled fragment).
 #[pyfunction]
-#[pyo3(signature = (uri, options, coordinator, version, fragment_json, columns=None, filter=None))]
+#[pyo3(signature = (uri, options, coordinator, version, fragment_json, columns=None, filter=None, branch=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn read_fragment(
     py: Python<'_>,
@@ -566,10 +602,11 @@ pub(crate) fn read_fragment(
     fragment_json: &str,
     columns: Option<Vec<String>>,
     filter: Option<String>,
+    branch: Option<String>,
 ) -> PyResult<ArrowStreamExport> {
     guard(|| {
         let fragment = parse_fragment(fragment_json)?;
-        let at = origin(uri, options, coordinator);
+        let at = Origin { branch: branch.filter(|b| b != concord::MAIN_BRANCH), ..origin(uri, options, coordinator) };
         fragment_stream(py, worker_table(at, version), fragment, columns, filter)
     })
 }
@@ -581,7 +618,7 @@ const WORKER_TABLES_KEPT: usize = 8;
 
 /// Version `version` of the table at `origin`, through a handle this process keeps.
 async fn worker_table(origin: Origin, version: u64) -> Result<Table, Error> {
-    let key = format!("{:?}", (&origin.uri, &origin.options, &origin.coordinator));
+    let key = format!("{:?}", (&origin.uri, &origin.options, &origin.coordinator, &origin.branch));
     let pid = std::process::id();
     let cached = {
         let tables = WORKER_TABLES.lock().unwrap_or_else(|e| e.into_inner());
@@ -590,7 +627,7 @@ async fn worker_table(origin: Origin, version: u64) -> Result<Table, Error> {
     if let Some(table) = cached {
         return Ok(table.checkout(version).await?);
     }
-    let table = Table::open_version(origin.location()?, Env::system(), version).await?;
+    let table = origin.open(Some(version)).await?;
     let mut tables = WORKER_TABLES.lock().unwrap_or_else(|e| e.into_inner());
     tables.retain(|(p, k, _)| *p == pid && *k != key);
     if tables.len() >= WORKER_TABLES_KEPT {
