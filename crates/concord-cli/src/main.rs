@@ -588,6 +588,9 @@ async fn run(cli: Cli) -> Result<(), Failure> {
     if let Some(c) = &cli.commit_coordinator {
         global_args.extend(["--commit-coordinator".to_string(), c.clone()]);
     }
+    if let Some(b) = &cli.branch {
+        global_args.extend(["--branch".to_string(), b.clone()]);
+    }
     let explicit: Vec<(String, String)> = cli
         .storage_options
         .iter()
@@ -692,7 +695,14 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let location = cx.location(&args.uri)?;
             let open = Table::open(location.clone(), cx.env.clone());
             let create = Table::create(location, cx.env.clone(), stress::schema(&args));
-            let table = stress::ensure_table(open, create, &args).await?;
+            let mut table = stress::ensure_table(open, create, &args).await?;
+            if let Some(name) = &cx.branch {
+                // On a branch (made from main's latest if missing): its own chain.
+                table = match table.branch(name).await {
+                    Err(concord::BranchError::NotFound { .. }) => table.create_branch(name, None).await?,
+                    other => other?,
+                };
+            }
             let items = match args.workload {
                 stress::Workload::Together => {
                     let location = cx.location(&stress_together::items_uri(&args.uri))?;

@@ -603,8 +603,10 @@ async fn verify(
     let mut problems: Vec<String> = Vec::new();
     let latest = table.latest().await?;
     let history = latest.history().await?;
-    if history.iter().map(|v| v.version).ne(0..=latest.version()) {
-        problems.push("versions do not form one chain 0..=n".into());
+    // A branch's chain starts at the version it was made from.
+    let first = history.first().map_or(0, |v| v.version);
+    if history.iter().map(|v| v.version).ne(first..=latest.version()) {
+        problems.push(format!("versions do not form one chain {first}..={}", latest.version()));
     }
     let mut by_key: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     for v in &history {

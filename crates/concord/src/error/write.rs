@@ -106,9 +106,10 @@ pub enum IncompatibleReason {
     /// branch started (the branch's data files name its own field ids).
     #[error("the branch changed the schema, and so did the target since the branch started; a branch that changes the schema merges only into a target whose schema did not change")]
     SchemaChangedOnBoth,
-    /// A branch merge: a row the branch changes was rewritten on the target (by a
-    /// compaction) since it was merged before.
-    #[error("rows it changes were rewritten on the target since they were merged (fragment {fragment} of the branch)")]
+    /// A branch merge: a row the branch changes was rewritten on the target: by a
+    /// compaction since it was merged before, or in this merge, by an earlier
+    /// transaction of the branch re-run on the target's changes.
+    #[error("rows it changes were rewritten on the target (by a compaction since they were merged, or by an earlier transaction of the branch re-run on the target's changes in this merge): fragment {fragment} of the branch")]
     MergedRowsRewritten {
         /// The branch's fragment.
         fragment: u64,

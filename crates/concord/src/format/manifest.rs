@@ -711,6 +711,33 @@ pub struct MultiRef {
     pub deadline: DateTime<Utc>,
 }
 
+impl Operation {
+    /// The existing fragments it names: those it deletes rows of, or compacts.
+    pub(crate) fn named_fragments(&self) -> Vec<u64> {
+        match self {
+            Operation::Delete { deletions, .. }
+            | Operation::ReplaceWhere { deletions, .. }
+            | Operation::Update { deletions, .. }
+            | Operation::Merge { deletions, .. } => deletions.iter().map(|d| d.fragment_id).collect(),
+            Operation::Compact { groups, .. } => groups.iter().flat_map(|g| g.inputs.iter().map(|i| i.fragment_id)).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The fragments it adds, in the order they take ids at commit.
+    pub(crate) fn added_fragments(&self) -> Vec<&NewFragment> {
+        match self {
+            Operation::Append { fragments }
+            | Operation::Overwrite { fragments }
+            | Operation::ReplaceWhere { fragments, .. }
+            | Operation::Update { fragments, .. }
+            | Operation::Merge { fragments, .. } => fragments.iter().collect(),
+            Operation::Compact { groups, .. } => groups.iter().flat_map(|g| &g.outputs).collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
 impl MultiRef {
     /// Whether it goes before `other` when the two wait on each other (older first).
     pub fn older_than(&self, other: &MultiRef) -> bool {

@@ -16,7 +16,7 @@ use super::ops::{Action, Cx, NextState};
 use super::{CommitInfo, CommitOptions, PreparedTransaction};
 use crate::env::Env;
 use crate::error::{CommitError, IncompatibleReason};
-use crate::format::manifest::{IsolationLevel, Manifest, MergedFrom, MultiRef, Operation, TransactionRecord};
+use crate::format::manifest::{IsolationLevel, Manifest, MergedFrom, MultiRef, Operation, TransactionRecord, MAIN_ROW_IDS, ROW_ID_BLOCK};
 use crate::storage::TableStore;
 
 /// A transaction being committed.
@@ -51,7 +51,8 @@ pub(crate) struct Member<'a> {
 #[derive(Debug, Clone)]
 pub(crate) struct Merged {
     pub(crate) origin: MergedFrom,
-    pub(crate) born: Vec<u64>,
+    /// The fragments its transaction added on the branch: (branch id, first row id).
+    pub(crate) born: Vec<(u64, u64)>,
 }
 
 impl Merged {
@@ -283,24 +284,46 @@ impl<'a> Member<'a> {
 
     /// As a merge's member: its next state on `state` and its operation there, the
     /// branch's fragments added earlier in the merge named by the ids `given` them
-    /// (then those it adds are named in `given` too).
+    /// (then those it adds are named in `given` too). `rewritten`: the fragments
+    /// earlier members' re-runs wrote (rows of the target they rewrote); a member that
+    /// re-runs on the target's changes re-runs on those too, where those rows now are.
     pub(crate) async fn apply_merged(
         &self,
         store: &TableStore,
         env: &Env,
         state: &Manifest,
         given: &mut HashMap<u64, u64>,
+        rewritten: &mut Vec<std::ops::Range<u64>>,
     ) -> Result<(NextState, Operation), CommitError> {
         let cx = self.cx(store, env, env.clock.now());
-        let mut translated = Action::new(Merged::translated(&self.operation(), given));
+        let operation = Merged::translated(&self.operation(), given);
+        // A branch fragment left untranslated was rewritten by an earlier member's re-run:
+        // the rows this one names by position there are not followed.
+        if let Some(fragment) = operation.named_fragments().into_iter().find(|id| foreign_to(state, *id)) {
+            let reason = IncompatibleReason::MergedRowsRewritten { fragment };
+            return Err(CommitError::Incompatible { winner_version: state.version, winner_operation: "merge".into(), reason });
+        }
+        let mut translated = Action::new(operation);
         if let Some(scope) = &self.merge_rerun {
-            translated.rerun(&cx, state, scope).await?;
+            let scope = match rewritten.is_empty() {
+                true => scope.clone(),
+                false => RerunScope::widen(Some(scope.clone()), RerunScope::Fragments(rewritten.clone())),
+            };
+            translated.rerun(&cx, state, &scope).await?;
         }
         let next = translated.apply(&cx, state).await?;
+        let operation = translated.operation();
+        // Fragments take ids in the order the operation lists them; a re-run's own
+        // (rows of the target's) are among them, so the branch's are found by row id.
         if let Some(merged) = self.merged {
-            given.extend(merged.born.iter().copied().zip(state.next_fragment_id..next.next.fragment));
+            for (id, f) in (state.next_fragment_id..).zip(operation.added_fragments()) {
+                match merged.born.iter().find(|(_, rows)| f.first_row_id == Some(*rows)) {
+                    Some((branch_id, _)) => _ = given.insert(*branch_id, id),
+                    None => rewritten.push(id..id + 1),
+                }
+            }
         }
-        Ok((next, translated.operation()))
+        Ok((next, operation))
     }
 
     /// Its next state on `state` after re-running `scope` there (a job member after
@@ -419,4 +442,11 @@ impl Judged {
 /// A version at or below the latest: missing means vacuum removed it.
 pub(crate) async fn read_existing(store: &TableStore, version: u64) -> Result<Arc<Manifest>, CommitError> {
     store.read_manifest(version).await?.ok_or(CommitError::HistoryRemoved { version })
+}
+
+/// Whether fragment `id` is of another chain's block than `state`'s (the main chain's
+/// ids lie below [`MAIN_ROW_IDS`], a branch's in its block of [`ROW_ID_BLOCK`]).
+fn foreign_to(state: &Manifest, id: u64) -> bool {
+    let block = |i: u64| i.checked_sub(MAIN_ROW_IDS).map(|above| above / ROW_ID_BLOCK);
+    block(id).is_some() && block(id) != block(state.next_fragment_id)
 }

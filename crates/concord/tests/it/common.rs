@@ -181,13 +181,24 @@ pub async fn check_feed(table: &Table) -> Result<(), String> {
     use concord::{ChangeOptions, ScanOptions};
     let latest = table.latest().await.map_err(|e| e.to_string())?;
     let last = latest.version();
-    let scan = latest.scan(ScanOptions { row_ids: true, ..ScanOptions::default() }).await.map_err(|e| e.to_string())?;
-    let schema = scan.schema();
-    let rows: Vec<RecordBatch> = scan.into_stream().try_collect().await.map_err(|e| e.to_string())?;
-    let expected = RowsById::new(schema.clone(), &rows).map_err(|e| e.to_string())?;
+    let rows_of = |t: Table| async move {
+        let scan = t.scan(ScanOptions { row_ids: true, ..ScanOptions::default() }).await.map_err(|e| e.to_string())?;
+        let schema = scan.schema();
+        let rows: Vec<RecordBatch> = scan.into_stream().try_collect().await.map_err(|e| e.to_string())?;
+        Ok::<_, String>((schema.clone(), RowsById::new(schema, &rows).map_err(|e| e.to_string())?))
+    };
+    let (schema, expected) = rows_of(latest.clone()).await?;
+    // A branch's chain starts at the version it was made from, with that version's rows.
+    let first = latest.history().await.map_err(|e| e.to_string())?.first().map_or(0, |v| v.version);
+    let start = || async {
+        match first {
+            0 => RowsById::new(schema.clone(), &[]).map_err(|e| e.to_string()),
+            v => Ok(rows_of(latest.checkout(v).await.map_err(|e| e.to_string())?).await?.1),
+        }
+    };
     let in_last_schema = ChangeOptions { schema_of: Some(last), ..ChangeOptions::default() };
-    let mut stepwise = RowsById::new(schema.clone(), &[]).map_err(|e| e.to_string())?;
-    for v in 1..=last {
+    let mut stepwise = start().await?;
+    for v in first + 1..=last {
         let feed = latest.changes(v - 1, Some(v), &in_last_schema).await.map_err(|e| format!("changes of version {v}: {e}"))?;
         let changes = feed.collect().await.map_err(|e| format!("changes of version {v}: {e}"))?;
         stepwise.apply(&changes).map_err(|e| format!("version {v}: {e}"))?;
@@ -197,8 +208,8 @@ pub async fn check_feed(table: &Table) -> Result<(), String> {
     }
     for net in [false, true] {
         let options = ChangeOptions { net, ..ChangeOptions::default() };
-        let changes = latest.changes(0, None, &options).await.map_err(|e| e.to_string())?.collect().await.map_err(|e| e.to_string())?;
-        let mut whole = RowsById::new(schema.clone(), &[]).map_err(|e| e.to_string())?;
+        let changes = latest.changes(first, None, &options).await.map_err(|e| e.to_string())?.collect().await.map_err(|e| e.to_string())?;
+        let mut whole = start().await?;
         whole.apply(&changes).map_err(|e| format!("the whole range (net: {net}): {e}"))?;
         if let Some(id) = whole.first_difference(&expected) {
             return Err(format!("row {id}: the whole range's changes (net: {net}) do not give the latest rows"));

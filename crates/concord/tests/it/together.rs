@@ -168,7 +168,7 @@ fn simulate(seed: u64) -> Result<Seen, String> {
         }
         // A writer of one table only, and a reader of both.
         let single = {
-            let t = if seed % 2 == 0 { a.clone() } else { b.clone() };
+            let t = if seed.is_multiple_of(2) { a.clone() } else { b.clone() };
             tokio::spawn(async move {
                 for i in 0..3 {
                     let _ = t.append(rows(t.schema(), [i]), &CommitOptions::default()).await;

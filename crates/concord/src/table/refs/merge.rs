@@ -205,14 +205,14 @@ async fn born_in(table: &Table, previous: &Manifest, version: &Manifest) -> Resu
 
 /// `operation` with each fragment it adds keeping the row ids the branch gave it, and
 /// the branch's ids of those fragments, in order.
-fn with_row_ids(operation: &Operation, born: &HashMap<String, (u64, u64)>) -> (Operation, Vec<u64>) {
+fn with_row_ids(operation: &Operation, born: &HashMap<String, (u64, u64)>) -> (Operation, Vec<(u64, u64)>) {
     let mut op = operation.clone();
     let mut ids = Vec::new();
     let mut keep = |fragments: &mut Vec<NewFragment>| {
         for f in fragments {
             if let Some((id, first_row_id)) = f.files.first().and_then(|d| born.get(&d.path)) {
                 f.first_row_id = Some(*first_row_id);
-                ids.push(*id);
+                ids.push((*id, *first_row_id));
             }
         }
     };
@@ -249,15 +249,7 @@ fn check_merged_before(
     floor: u64,
 ) -> Result<(), MergeError> {
     let Some(block) = block else { return Ok(()) };
-    let named: Vec<u64> = match operation {
-        Operation::Delete { deletions, .. }
-        | Operation::ReplaceWhere { deletions, .. }
-        | Operation::Update { deletions, .. }
-        | Operation::Merge { deletions, .. } => deletions.iter().map(|d| d.fragment_id).collect(),
-        Operation::Compact { groups, .. } => groups.iter().flat_map(|g| g.inputs.iter().map(|i| i.fragment_id)).collect(),
-        _ => Vec::new(),
-    };
-    match named.into_iter().find(|id| block.contains(id) && *id < floor && !merged_before.contains_key(id)) {
+    match operation.named_fragments().into_iter().find(|id| block.contains(id) && *id < floor && !merged_before.contains_key(id)) {
         Some(fragment) => Err(conflict(version, operation, IncompatibleReason::MergedRowsRewritten { fragment })),
         None => Ok(()),
     }

@@ -507,13 +507,13 @@ impl Driver<'_, '_> {
         let mut building = Building::new(w.env, &self.memory.base);
         let mut included = Vec::new();
         // A merge: the ids the version gives the branch's fragments, by the branch's.
-        let mut given = std::collections::HashMap::new();
+        let (mut given, mut rewritten) = (std::collections::HashMap::new(), Vec::new());
         for (i, member) in self.members.iter_mut().enumerate().filter(|(_, m)| m.outcome.is_none()) {
             let applied = match (member.follows(building.state(), building.earlier()), sharing) {
                 (Follows::Rebase, _) if member.merged.is_some() => {
                     let rerun = member.reruns_merged();
                     member
-                        .apply_merged(w.store, w.env, building.state(), &mut given)
+                        .apply_merged(w.store, w.env, building.state(), &mut given, &mut rewritten)
                         .await
                         .map(|(next, operation)| (next, operation, rerun))
                 }
