@@ -1,6 +1,7 @@
 //! The `concord` command. Its names, flags, outputs and exit codes are a contract
 //! (../shared/cli-contract.md): add freely, change nothing.
 
+mod context;
 mod doctor;
 mod exit;
 mod output;
@@ -18,11 +19,12 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use clap::{Args, Parser, Subcommand};
 use concord::{
-    AlterError, Assignment, CommitOptions, Env, IsolationLevel, RetryPolicy, ScanOptions, Schema, StoreResolver, Table, TableLocation,
-    VersionRef, Write, WriteError,
+    AlterError, Assignment, CommitOptions, Env, IsolationLevel, RetryPolicy, ScanOptions, Schema, StoreResolver, Table, VersionRef, Write,
+    WriteError,
 };
 use futures::TryStreamExt;
 
+use context::Context;
 use exit::{usage, Failure};
 use output::{ListFormat, RowFormat, RowWriter};
 
@@ -515,65 +517,6 @@ impl WriteArgs {
             retry,
             idempotency_key: self.idempotency_key.clone(),
         }
-    }
-}
-
-struct Context {
-    resolver: StoreResolver,
-    env: Env,
-    /// The branch commands read and write (`--branch`; main without).
-    branch: Option<String>,
-}
-
-impl Context {
-    fn resolver_has_coordinator(&self) -> bool {
-        self.resolver.commit_coordinator().is_some()
-    }
-
-    fn location(&self, uri: &str) -> Result<TableLocation, Failure> {
-        Ok(self.resolver.resolve(uri)?)
-    }
-
-    async fn open(&self, uri: &str) -> Result<Table, Failure> {
-        let table = Table::open(self.location(uri)?, self.env.clone()).await?;
-        Ok(match &self.branch {
-            Some(name) => table.branch(name).await?,
-            None => table,
-        })
-    }
-
-    /// Runs a write command: commit it, or with --stage only prepare and record it
-    /// (with its isolation, expected version and idempotency key).
-    async fn write(&self, uri: &str, op: Write, write: &WriteArgs) -> Result<(), Failure> {
-        write.check_stage()?;
-        let table = self.open(uri).await?;
-        let bar = progress::Bar::for_terminal();
-        let table = match &bar {
-            Some(bar) => table.with_progress(bar.reporter()),
-            None => table,
-        };
-        if write.stage {
-            let txn = table.prepare(op).await?;
-            let id = table.stage(&txn, &write.options()).await?;
-            output::print_staged(id, write.json)?;
-        } else {
-            let outcome = table.write(op, &write.options()).await;
-            drop(bar);
-            output::print_commit(&outcome?, write.json)?;
-        }
-        Ok(())
-    }
-
-    async fn open_at(&self, uri: &str, at: &VersionArgs) -> Result<Table, Failure> {
-        Ok(match (&at.version, at.as_of) {
-            // Straight to the version: the latest one need not be readable.
-            (Some(VersionRef::Number(v)), _) if self.branch.is_none() => {
-                Table::open_version(self.location(uri)?, self.env.clone(), *v).await?
-            }
-            (Some(at), _) => self.open(uri).await?.checkout_ref(at).await?,
-            (None, Some(t)) => self.open(uri).await?.checkout_as_of(t).await?,
-            (None, None) => self.open(uri).await?,
-        })
     }
 }
 

@@ -27,15 +27,13 @@ pub(crate) fn parts(uri: &str, ids: &[String]) -> Option<Vec<(String, Vec<String
 /// Commits every table's staged transactions as one multi-table transaction and prints
 /// each table's commits, prefixed by the table.
 pub(crate) async fn commit(cx: &Context, parts: Vec<(String, Vec<String>)>, write: &WriteArgs) -> Result<(), Failure> {
-    let mut tables: Vec<(Table, Vec<PreparedTransaction>)> = Vec::with_capacity(parts.len());
-    for (uri, ids) in &parts {
+    // Every table opened, and its staged transactions read, at once.
+    let tables: Vec<(Table, Vec<PreparedTransaction>)> = futures::future::try_join_all(parts.iter().map(|(uri, ids)| async move {
         let table = cx.open(uri).await?;
-        let mut txns = Vec::with_capacity(ids.len());
-        for id in ids {
-            txns.push(table.load_staged(id).await?);
-        }
-        tables.push((table, txns));
-    }
+        let txns = futures::future::try_join_all(ids.iter().map(|id| table.load_staged(id))).await?;
+        Ok::<_, Failure>((table, txns))
+    }))
+    .await?;
     let refs: Vec<(&Table, &[PreparedTransaction])> = tables.iter().map(|(t, txns)| (t, &txns[..])).collect();
     let infos = concord::commit_together(&refs, &write.options(), None).await?;
     for ((uri, _), infos) in parts.iter().zip(infos) {

@@ -1,6 +1,6 @@
 //! The owner's side of a multi-table transaction (FORMAT.md §18): every table's part
-//! committed (at once, each as a job: all its transactions in one version), then the
-//! decision. A part that fails, or a decision found aborted, aborts it: each committed
+//! committed (each as a job: all its transactions in one version), one table after the
+//! other in the order of their roots, then the decision. A part that fails, or a decision found aborted, aborts it: each committed
 //! part is undone (by this owner now, or by the next writer of that table).
 
 use std::time::Duration;
@@ -39,9 +39,8 @@ fn id_of_key(key: &str, attempt: u32) -> Uuid {
 /// Commits `parts` (tables of one store, each once) as one multi-table transaction: all
 /// or none. Each part's outcomes, in `parts`' order.
 ///
-/// A transaction another writer aborted while every part committed (wound-wait: an older
-/// one needed its tables, or it ran past its deadline) is run again under a new id, as
-/// old as the first attempt (so it ages into the one that wins), until `budget` ends.
+/// A transaction another writer aborted while every part committed (it ran past its
+/// deadline) is run again under a new id, until `budget` ends.
 pub(crate) async fn commit_together(
     parts: &[Part<'_>],
     key: Option<&str>,
@@ -63,7 +62,8 @@ pub(crate) async fn commit_together(
                 None => {}
             }
         }
-        match attempt_once(parts, &multi, attempt > 0).await {
+        let run = Attempt { again: attempt > 0, maybe_landed: key.is_some() };
+        match attempt_once(parts, &multi, run).await {
             Err(TogetherError::Aborted { .. }) if env.clock.monotonic() - since < budget => {
                 let pause = Duration::from_millis(1 + env.random.next_u64() % (5u64 << attempt.min(5)));
                 env.clock.sleep(pause).await;
@@ -83,7 +83,7 @@ fn checked_roots(parts: &[Part<'_>]) -> Result<Vec<String>, TogetherError> {
         if part.writer.store.store_identity() != first.writer.store.store_identity() {
             return Err(TogetherError::DifferentStores { first: first.writer.store.uri().into(), other: part.writer.store.uri().into() });
         }
-        let root = format!("{}{}", part.writer.store.store_root(), part.writer.store.chain().prefix());
+        let root = root(part);
         if roots.contains(&root) {
             return Err(TogetherError::SameTable { uri: part.writer.store.uri().into() });
         }
@@ -93,15 +93,42 @@ fn checked_roots(parts: &[Part<'_>]) -> Result<Vec<String>, TogetherError> {
     Ok(roots)
 }
 
-/// One attempt: every part committed at once, then the decision; an aborted attempt's
-/// committed parts undone. `again`: an earlier attempt's parts (aborted) hold the
-/// transactions' ids, so they commit under new ones (else they would be found
-/// committed there).
-async fn attempt_once(parts: &[Part<'_>], multi: &MultiRef, again: bool) -> Result<Vec<Vec<CommitInfo>>, TogetherError> {
+/// What an attempt may find.
+#[derive(Clone, Copy)]
+struct Attempt {
+    /// An earlier attempt's parts (aborted) hold the transactions' ids, so they commit
+    /// under new ones (else they would be found committed there).
+    again: bool,
+    /// Its id comes from an idempotency key: a process before this one may have
+    /// committed parts of it (a fresh id has none: nothing is looked up).
+    maybe_landed: bool,
+}
+
+/// A part's table's root in its store (its chain's, for a branch).
+fn root(part: &Part<'_>) -> String {
+    format!("{}{}", part.writer.store.store_root(), part.writer.store.chain().prefix())
+}
+
+/// One attempt: the parts committed one after the other in the order of their tables'
+/// roots (a part waits while its table's latest is another undecided transaction's
+/// part; as every transaction takes its tables in that one order, none waits on one
+/// that waits on it), up to the first that fails; then the decision; an aborted
+/// attempt's committed parts undone.
+async fn attempt_once(parts: &[Part<'_>], multi: &MultiRef, run: Attempt) -> Result<Vec<Vec<CommitInfo>>, TogetherError> {
     let first = &parts[0];
     let id = multi.id;
-    let committed = futures::future::join_all(parts.iter().map(|part| commit_once(part, multi, again))).await;
-    let failure = committed.iter().position(Result::is_err);
+    let mut order: Vec<usize> = (0..parts.len()).collect();
+    order.sort_by_key(|i| root(&parts[*i]));
+    let mut committed: Vec<Option<Result<Vec<CommitInfo>, CommitError>>> = (0..parts.len()).map(|_| None).collect();
+    for i in order {
+        let result = commit_once(&parts[i], multi, run).await;
+        let failed = result.is_err();
+        committed[i] = Some(result);
+        if failed {
+            break;
+        }
+    }
+    let failure = committed.iter().position(|r| matches!(r, Some(Err(_))));
     let wanted = if failure.is_some() { Outcome::Aborted } else { Outcome::Committed };
     let decided = decide(first.writer.store, first.writer.env, multi, wanted)
         .await
@@ -111,22 +138,24 @@ async fn attempt_once(parts: &[Part<'_>], multi: &MultiRef, again: bool) -> Resu
     }
     match (failure, decided) {
         (Some(i), _) => {
-            let e = committed.into_iter().nth(i).and_then(Result::err).expect("the part that failed");
+            let e = committed.into_iter().nth(i).flatten().and_then(Result::err).expect("the part that failed");
             Err(TogetherError::Part { uri: parts[i].writer.store.uri().into(), source: Box::new(e) })
         }
         (None, Outcome::Aborted) => Err(TogetherError::Aborted { id }),
-        (None, Outcome::Committed) => Ok(committed.into_iter().map(|r| r.expect("every part committed")).collect()),
+        (None, Outcome::Committed) => Ok(committed.into_iter().map(|r| r.and_then(Result::ok).expect("every part committed")).collect()),
     }
 }
 
 /// Commits `part` as its table's part of `multi`, unless its table holds it already (an
 /// earlier attempt with the same key: then that version's outcomes).
-async fn commit_once(part: &Part<'_>, multi: &MultiRef, again: bool) -> Result<Vec<CommitInfo>, CommitError> {
+async fn commit_once(part: &Part<'_>, multi: &MultiRef, run: Attempt) -> Result<Vec<CommitInfo>, CommitError> {
     let w = part.writer;
-    if let Some(found) = part_in_latest(w, multi).await? {
-        return Ok(found);
+    if run.maybe_landed {
+        if let Some(found) = part_in_latest(w, multi).await? {
+            return Ok(found);
+        }
     }
-    if !again {
+    if !run.again {
         return commit_part(w, &part.txns, multi, None).await;
     }
     let renamed: Vec<PreparedTransaction> =

@@ -1,6 +1,5 @@
 //! A commit's base that names a multi-table transaction (FORMAT.md §18): waited for
-//! while undecided (until its deadline, or at once aborted by an older one that waits
-//! on it), undone once aborted. Here, not in `txn::multi`, because an undo commits
+//! while undecided (aborted past its deadline), undone once aborted. Here, not in `txn::multi`, because an undo commits
 //! through the commit loop that settles its bases through here.
 
 use std::time::Duration;
@@ -19,8 +18,8 @@ use crate::txn::{CommitOptions, PreparedTransaction};
 const POLL: Duration = Duration::from_millis(20);
 
 /// `base` as a writer in `role` may build on it: a version of another multi-table
-/// transaction not decided yet is waited for until its deadline (then aborted), or
-/// aborted at once by an older one that waits on it; an aborted one is undone. Returns
+/// transaction not decided yet is waited for until its deadline (then aborted); an
+/// aborted one is undone. Returns
 /// the base to build on (the undo's version, after an undo), or `None` if `base` is
 /// fine. `give_up`: past this (monotonic), the writer stops waiting (too much
 /// contention).
@@ -50,9 +49,9 @@ pub(crate) fn settle<'a>(
                 }
                 None => {}
             }
-            let expired = w.env.clock.now() > theirs.deadline;
-            let wounds = role.mine.as_ref().is_some_and(|mine| mine.older_than(theirs));
-            if expired || wounds {
+            // Past its deadline its owner is taken for gone. No other wait ends it:
+            // owners take their tables in one order, so no two wait on each other.
+            if w.env.clock.now() > theirs.deadline {
                 decide(w.store, w.env, theirs, Outcome::Aborted).await?;
                 continue;
             }

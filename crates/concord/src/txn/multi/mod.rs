@@ -3,7 +3,7 @@
 //! holding its part names the transaction; the transaction counts once its decision,
 //! record 0 of the chain `_multi/<id>` of its primary table, says committed. Only its
 //! owner decides committed, after every table has its version; anyone decides aborted
-//! past its deadline, or an older one that waits on it. Until decided, readers read the
+//! past its deadline. Until decided, readers read the
 //! version before it and writers wait; aborted, the next writer undoes it (a restore of
 //! the version before it, once).
 //!
