@@ -14,8 +14,12 @@ use crate::txn::handle::Writer;
 use crate::txn::multi::{decide, outcome, Role};
 use crate::txn::{CommitOptions, PreparedTransaction};
 
-/// How long a writer waits between reads of a decision it waits for.
-const POLL: Duration = Duration::from_millis(20);
+/// How long a writer first waits before it reads again a decision it waits for; each
+/// wait doubles, up to [`POLL_MAX`], each drawn from half to all of it (many waiters on
+/// one table's part do not read its decision all at once, nor all the time).
+const POLL: Duration = Duration::from_millis(10);
+/// The longest wait between reads of a decision.
+const POLL_MAX: Duration = Duration::from_millis(200);
 
 /// `base` as a writer in `role` may build on it: a version of another multi-table
 /// transaction not decided yet is waited for until its deadline (then aborted); an
@@ -40,6 +44,7 @@ pub(crate) fn settle<'a>(
         let Some(theirs) = base.multi().filter(|m| role.mine.as_ref().is_none_or(|mine| mine.id != m.id)) else {
             return Ok(None);
         };
+        let mut pause = POLL;
         loop {
             match outcome(w.store, theirs).await? {
                 Some(Outcome::Committed) => return Ok(None),
@@ -59,7 +64,9 @@ pub(crate) fn settle<'a>(
                 let elapsed_ms = give_up.as_millis() as u64;
                 return Err(CommitError::TooMuchContention { attempts: 1, elapsed_ms, last_version: base.version + 1 });
             }
-            w.env.clock.sleep(POLL).await;
+            let half = pause.as_micros() as u64 / 2;
+            w.env.clock.sleep(Duration::from_micros(half + w.env.random.next_u64() % (half + 1))).await;
+            pause = (pause * 2).min(POLL_MAX);
         }
     })
 }
