@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 
+use futures::{StreamExt, TryStreamExt};
 use serde::Serialize;
 
 use crate::error::{BranchError, CommitError, IncompatibleReason, MergeError};
@@ -32,6 +33,9 @@ pub struct MergeInfo {
     /// Transactions merged.
     pub transactions: usize,
 }
+
+/// The branch's versions a merge reads at once.
+const READ_AHEAD: usize = 32;
 
 /// A branch to merge and where it stands against its target.
 struct Plan {
@@ -123,8 +127,15 @@ impl Plan {
         let floor = start.next_fragment_id;
         let mut batch = Vec::new();
         let mut previous = start;
-        for v in self.merged_up_to + 1..=self.source.version() {
-            let version = read_existing(store, v).await.map_err(MergeError::Commit)?;
+        // The branch's versions, read many at once (a long branch is many small reads).
+        let versions: Vec<_> = futures::stream::iter(self.merged_up_to + 1..=self.source.version())
+            .map(|v| read_existing(store, v))
+            .buffered(READ_AHEAD)
+            .try_collect()
+            .await
+            .map_err(MergeError::Commit)?;
+        for version in versions {
+            let v = version.version;
             let born = born_in(&self.source, &previous, &version).await?;
             for t in &version.transactions {
                 let operation = match &t.operation {
