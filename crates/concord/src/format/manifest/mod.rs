@@ -358,6 +358,27 @@ pub struct TransactionRecord {
     pub multi: Option<MultiRef>,
 }
 
+impl TransactionRecord {
+    /// The record of a transaction the writer makes itself (a create, a branch's first
+    /// version, a withdrawal): one attempt, no rebase, no key, nothing deleted.
+    pub(crate) fn own(id: Uuid, read_version: Option<u64>, operation: Operation) -> TransactionRecord {
+        TransactionRecord {
+            id,
+            read_version,
+            operation,
+            attempts: 1,
+            rebased_over: Vec::new(),
+            rerun: false,
+            rows_deleted: 0,
+            idempotency_key: None,
+            job_idempotency_key: None,
+            carried_by: None,
+            merged_from: None,
+            multi: None,
+        }
+    }
+}
+
 /// The multi-table transaction a table's transaction is part of (FORMAT.md §18). Paths
 /// are of the one store every table of it is in, from that store's root.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

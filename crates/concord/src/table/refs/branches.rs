@@ -202,20 +202,8 @@ impl Table {
     fn first_version(&self, source: &Table, block: u64) -> Manifest {
         let from = source.manifest();
         let start = row_id_block_start(block);
-        let record = TransactionRecord {
-            id: self.env.new_uuid(),
-            read_version: Some(from.version),
-            operation: Operation::Branch { from: source.branch_name().to_string(), version: from.version },
-            attempts: 1,
-            rebased_over: Vec::new(),
-            rerun: false,
-            rows_deleted: 0,
-            idempotency_key: None,
-            job_idempotency_key: None,
-            carried_by: None,
-            merged_from: None,
-            multi: None,
-        };
+        let operation = Operation::Branch { from: source.branch_name().to_string(), version: from.version };
+        let record = TransactionRecord::own(self.env.new_uuid(), Some(from.version), operation);
         Manifest {
             format_version: format_for(&from.schema),
             version: from.version,

@@ -63,18 +63,6 @@ pub(crate) async fn carry(
 /// The record of the withdrawal of `withdrawn`, on `base` (`carried_by`: by an includer
 /// that saw the owner's marker).
 pub(crate) fn withdraw_record(env: &Env, base: &Manifest, withdrawn: Uuid, carried_by: Option<Uuid>) -> TransactionRecord {
-    TransactionRecord {
-        id: env.new_uuid(),
-        read_version: Some(base.version),
-        operation: Operation::Withdraw { transaction_id: withdrawn },
-        attempts: 1,
-        rebased_over: Vec::new(),
-        rerun: false,
-        rows_deleted: 0,
-        idempotency_key: None,
-        job_idempotency_key: None,
-        carried_by,
-        merged_from: None,
-        multi: None,
-    }
+    let operation = Operation::Withdraw { transaction_id: withdrawn };
+    TransactionRecord { carried_by, ..TransactionRecord::own(env.new_uuid(), Some(base.version), operation) }
 }
