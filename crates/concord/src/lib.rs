@@ -137,7 +137,9 @@ pub mod time {
 /// The bounds Concord enforces, and its defaults.
 pub mod limits {
     pub use crate::duration::MAX_DURATION_DAYS;
-    pub use crate::format::manifest::{INLINE_SEGMENT_FRAGMENTS, MAIN_ROW_IDS, ROW_ID_BLOCK, ROW_ID_BLOCKS};
+    pub use crate::format::manifest::{
+        FIELD_ID_BLOCK, INLINE_SEGMENT_FRAGMENTS, MAIN_FIELD_IDS, MAIN_ROW_IDS, ROW_ID_BLOCK, ROW_ID_BLOCKS,
+    };
     pub use crate::format::schema::{MAX_COLUMNS, MAX_COLUMN_NAME_BYTES, MAX_DECIMAL128_PRECISION, MAX_DECIMAL_PRECISION};
     pub use crate::io::predicate::{MAX_EXPRESSION_BYTES, MAX_EXPRESSION_OPERATORS};
     pub use crate::storage::MAX_METADATA_BYTES;

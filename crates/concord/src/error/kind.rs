@@ -354,6 +354,9 @@ impl MergeError {
             MergeError::TargetMoved { base, latest, .. } => ErrorKind::Moved { expected: *base, latest: *latest },
             MergeError::Branch(e) => e.kind(),
             MergeError::Commit(e) => e.kind(),
+            MergeError::Refused { operation, .. } => {
+                ErrorKind::Incompatible { winner_version: None, winner_operation: Some(operation.clone()) }
+            }
             MergeError::Open(e) => e.kind(),
             MergeError::Storage(e) => e.kind(),
         }

@@ -1,6 +1,6 @@
 //! Errors of tags, branches and branch merges.
 
-use super::{CommitError, CorruptObject, OpenError, StorageError, WriteError};
+use super::{CommitError, CorruptObject, IncompatibleReason, OpenError, StorageError, WriteError};
 
 /// Creating, reading or deleting a tag failed.
 #[derive(Debug, thiserror::Error)]
@@ -97,6 +97,17 @@ pub enum MergeError {
     /// the target did since (a conflict), or too much contention.
     #[error(transparent)]
     Commit(CommitError),
+    /// A transaction of the branch has no replay on the target (nothing to do with a
+    /// concurrent commit: the branch's own history).
+    #[error("the branch's transaction at its version {branch_version} ({operation}) cannot be replayed on the target: {reason}")]
+    Refused {
+        /// The branch's version holding it.
+        branch_version: u64,
+        /// What it did.
+        operation: String,
+        /// Why.
+        reason: IncompatibleReason,
+    },
     /// Reading the table failed.
     #[error(transparent)]
     Open(#[from] OpenError),

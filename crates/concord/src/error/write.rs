@@ -102,21 +102,15 @@ pub enum IncompatibleReason {
     /// The winner deleted the branch: nothing commits on it any more.
     #[error("it deleted the branch; nothing commits on a deleted branch")]
     BranchDeleted,
-    /// A branch merge: the branch changed the schema, and so did the target since the
-    /// branch started (the branch's data files name its own field ids).
-    #[error("the branch changed the schema, and so did the target since the branch started; a branch that changes the schema merges only into a target whose schema did not change")]
+    /// A branch merge: a branch made before branches had field ids of their own changed
+    /// the schema, and so did the target since the branch started (the ids the branch
+    /// gave may be ones the target gave since).
+    #[error("the branch changed the schema, and so did the target since the branch started; this branch was made before branches had field ids of their own, so it changes the schema only over an unchanged one (a branch made now merges its columns either way)")]
     SchemaChangedOnBoth,
-    /// A branch merge: a row the branch changes was rewritten on the target: by a
-    /// compaction since it was merged before, or in this merge, by an earlier
-    /// transaction of the branch re-run on the target's changes.
-    #[error("rows it changes were rewritten on the target (by a compaction since they were merged, or by an earlier transaction of the branch re-run on the target's changes in this merge): fragment {fragment} of the branch")]
-    MergedRowsRewritten {
-        /// The branch's fragment.
-        fragment: u64,
-    },
-    /// A branch merge: the branch restored one of its versions (which means nothing on
-    /// the target).
-    #[error("it restored version {version} of the branch, which is not a version of the target")]
+    /// A branch merge: the branch restored one of its own versions whose columns differ
+    /// from the branch's before the restore (replayed on the target, a restore keeps the
+    /// target's columns).
+    #[error("it restored version {version} of the branch, whose columns differ from the branch's before it; a merge replays a restore of the branch's own versions only to a version with the same columns")]
     RestoreOnBranch {
         /// The version restored.
         version: u64,
@@ -501,6 +495,14 @@ pub enum AlterError {
         path: String,
         /// What is not allowed, and what is.
         why: String,
+    },
+    /// A branch added as many field ids (columns and nested fields) as its block holds.
+    #[error("column '{name}' needs field ids this branch has none left of: a branch adds at most {block} (columns and nested fields); add it on main, or on a new branch")]
+    FieldIdsExhausted {
+        /// The column.
+        name: String,
+        /// The ids of a branch's block.
+        block: u32,
     },
     /// A new required column without a value for existing rows.
     #[error("column '{name}' is not null but has no default, so existing rows would have no value; add a default (\"... not null default <expr>\") or make it nullable")]

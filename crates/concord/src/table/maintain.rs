@@ -10,7 +10,8 @@ use chrono::{DateTime, Utc};
 use super::{Table, WriteProgress};
 use crate::error::{AlterError, DefaultProblem, PredicateError, WriteError};
 use crate::format::manifest::{
-    IsolationLevel, NewColumn, Operation, PROPERTY_AUTO_COMPACT, PROPERTY_COOPERATIVE, PROPERTY_ICEBERG_PUBLISH, PROPERTY_ISOLATION,
+    field_id_block_end, IsolationLevel, NewColumn, Operation, FIELD_ID_BLOCK, PROPERTY_AUTO_COMPACT, PROPERTY_COOPERATIVE,
+    PROPERTY_ICEBERG_PUBLISH, PROPERTY_ISOLATION,
 };
 use crate::format::schema::types::nested::split_path;
 use crate::format::schema::{ColumnSpec, ColumnType, Field, Schema, SchemaParseError, MAX_COLUMNS};
@@ -48,6 +49,7 @@ impl Table {
         // column of that name, as before nested types.
         if !quoted && segments.len() > 1 && schema.resolve(&segments[0]).is_ok_and(|f| f.column_type.is_nested()) {
             let column = new_struct_field(schema, &spec, &segments)?;
+            ids_left_for(schema, &column)?;
             return Ok(base.transaction(Operation::AddColumn { column }, base.env.clock.now()));
         }
         let count = schema.fields.len() + 1;
@@ -62,7 +64,9 @@ impl Table {
         if !spec.nullable && default.is_none() {
             return Err(AlterError::RequiredWithoutDefault { name: spec.name }.into());
         }
-        let column = NewColumn { name: spec.name, column_type: spec.column_type, nullable: spec.nullable, default, parent: None };
+        let column =
+            NewColumn { name: spec.name, column_type: spec.column_type, nullable: spec.nullable, default, parent: None, field_id: None };
+        ids_left_for(schema, &column)?;
         Ok(base.transaction(Operation::AddColumn { column }, now))
     }
 
@@ -180,7 +184,7 @@ fn new_struct_field(schema: &Schema, spec: &ColumnSpec, segments: &[String]) -> 
             why: "an added struct field is nullable and has no default (rows written before read it as NULL)".into(),
         });
     }
-    Ok(NewColumn { name, column_type: spec.column_type.clone(), nullable: true, default: None, parent: Some(parent.id) })
+    Ok(NewColumn { name, column_type: spec.column_type.clone(), nullable: true, default: None, parent: Some(parent.id), field_id: None })
 }
 
 /// `set` checked (known properties, valid values) and normalised; `unset` checked.
@@ -238,4 +242,15 @@ fn evaluate_default(spec: &ColumnSpec, sql: &str, now: DateTime<Utc>) -> Result<
         return Err(bad(DefaultProblem::NotStorable { text }));
     }
     Ok(Some(text))
+}
+
+/// Whether the chain's block of field ids (FORMAT.md §17: a branch's own) has ids left
+/// for `column` and its nested fields.
+fn ids_left_for(schema: &Schema, column: &NewColumn) -> Result<(), AlterError> {
+    let mut next = schema.next_field_id + 1;
+    column.column_type.clone().assign_ids(&mut next);
+    match next <= field_id_block_end(schema.next_field_id) {
+        true => Ok(()),
+        false => Err(AlterError::FieldIdsExhausted { name: column.name.clone(), block: FIELD_ID_BLOCK }),
+    }
 }

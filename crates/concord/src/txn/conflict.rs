@@ -494,7 +494,14 @@ mod tests {
         use crate::format::manifest::{CompactGroup, CompactInput, NewColumn};
         let ours_schema = schema("id bigint not null, name varchar");
         let add = |name: &str| Operation::AddColumn {
-            column: NewColumn { name: name.into(), column_type: ColumnType::Int, nullable: true, default: None, parent: None },
+            column: NewColumn {
+                name: name.into(),
+                column_type: ColumnType::Int,
+                nullable: true,
+                default: None,
+                parent: None,
+                field_id: None,
+            },
         };
         let rename = Operation::RenameColumn { field_id: 1, from: "name".into(), to: "label".into() };
         let with_schema = |op: Operation, def: &str| {

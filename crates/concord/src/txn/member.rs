@@ -12,11 +12,15 @@ use uuid::Uuid;
 
 use super::conflict::{self, RerunScope, Resolution, Winner};
 use super::keys::{self, Found, Retry};
+use super::ops::delete::fragments_in_scope;
 use super::ops::{Action, Cx, NextState};
 use super::{CommitInfo, CommitOptions, PreparedTransaction};
 use crate::env::Env;
 use crate::error::{CommitError, IncompatibleReason};
-use crate::format::manifest::{IsolationLevel, Manifest, MergedFrom, MultiRef, Operation, TransactionRecord, MAIN_ROW_IDS, ROW_ID_BLOCK};
+use crate::format::manifest::{
+    field_id_block_end, IsolationLevel, Manifest, MergedFrom, MultiRef, Operation, TransactionRecord, MAIN_ROW_IDS, ROW_ID_BLOCK,
+};
+use crate::format::schema::{ColumnType, Field, Schema};
 use crate::storage::TableStore;
 
 /// A transaction being committed.
@@ -277,16 +281,18 @@ impl<'a> Member<'a> {
         self.action.apply(&cx, state).await
     }
 
-    /// As a merge's member: whether winners on the target made it re-run.
-    pub(crate) fn reruns_merged(&self) -> bool {
-        self.merge_rerun.is_some()
-    }
-
-    /// As a merge's member: its next state on `state` and its operation there, the
-    /// branch's fragments added earlier in the merge named by the ids `given` them
-    /// (then those it adds are named in `given` too). `rewritten`: the fragments
-    /// earlier members' re-runs wrote (rows of the target they rewrote); a member that
-    /// re-runs on the target's changes re-runs on those too, where those rows now are.
+    /// As a merge's member: its next state on `state`, its operation there and whether
+    /// it re-ran, the branch's fragments added earlier in the merge named by the ids
+    /// `given` them (then those it adds are named in `given` too). `rewritten`: the
+    /// fragments earlier members' re-runs wrote (rows of the target they rewrote); a
+    /// member that re-runs on the target's changes re-runs on those too, where those
+    /// rows now are.
+    ///
+    /// A fragment it names that stays untranslated, or is not in `state`, was rewritten:
+    /// by an earlier member's re-run or restore in this merge, or by a compaction on the
+    /// target since it was merged. The rows it names there by position moved, so it
+    /// re-runs on the whole state, as a concurrent writer re-runs when a winner rewrote
+    /// its rows.
     pub(crate) async fn apply_merged(
         &self,
         store: &TableStore,
@@ -294,22 +300,20 @@ impl<'a> Member<'a> {
         state: &Manifest,
         given: &mut HashMap<u64, u64>,
         rewritten: &mut Vec<std::ops::Range<u64>>,
-    ) -> Result<(NextState, Operation), CommitError> {
+    ) -> Result<(NextState, Operation, bool), CommitError> {
         let cx = self.cx(store, env, env.clock.now());
         let operation = Merged::translated(&self.operation(), given);
-        // A branch fragment left untranslated was rewritten by an earlier member's re-run:
-        // the rows this one names by position there are not followed.
-        if let Some(fragment) = operation.named_fragments().into_iter().find(|id| foreign_to(state, *id)) {
-            let reason = IncompatibleReason::MergedRowsRewritten { fragment };
-            return Err(CommitError::Incompatible { winner_version: state.version, winner_operation: "merge".into(), reason });
-        }
+        let named = operation.named_fragments();
+        let moved = named.iter().any(|id| foreign_to(state, *id)) || !all_in(store, state, &named).await?;
+        let scope = match (&self.merge_rerun, moved) {
+            (_, true) => Some(RerunScope::Everything),
+            (Some(scope), false) if rewritten.is_empty() => Some(scope.clone()),
+            (Some(scope), false) => Some(RerunScope::widen(Some(scope.clone()), RerunScope::Fragments(rewritten.clone()))),
+            (None, false) => None,
+        };
         let mut translated = Action::new(operation);
-        if let Some(scope) = &self.merge_rerun {
-            let scope = match rewritten.is_empty() {
-                true => scope.clone(),
-                false => RerunScope::widen(Some(scope.clone()), RerunScope::Fragments(rewritten.clone())),
-            };
-            translated.rerun(&cx, state, &scope).await?;
+        if let Some(scope) = &scope {
+            translated.rerun(&cx, state, scope).await?;
         }
         let next = translated.apply(&cx, state).await?;
         let operation = translated.operation();
@@ -323,7 +327,7 @@ impl<'a> Member<'a> {
                 }
             }
         }
-        Ok((next, operation))
+        Ok((next, operation, scope.is_some()))
     }
 
     /// Its next state on `state` after re-running `scope` there (a job member after
@@ -419,8 +423,12 @@ impl Judged {
             // the operation as re-runs have extended it: a winner touching rows a re-run
             // added is as much a conflict as one touching the original rows.
             let own = |t: &&TransactionRecord| self.merging.is_some() && t.merged_from.as_ref().map(|m| m.chain) == self.merging;
+            let schema = match self.merging {
+                Some(_) => with_branch_fields(&winner.schema, &txn.read_schema),
+                None => winner.schema.clone(),
+            };
             for theirs in winner.transactions.iter().filter(|t| !own(t)) {
-                match conflict::resolve(&ours, &txn.read_schema, isolation, Winner::new(&theirs.operation, &winner.schema, added.clone())) {
+                match conflict::resolve(&ours, &txn.read_schema, isolation, Winner::new(&theirs.operation, &schema, added.clone())) {
                     Resolution::Rebase => {}
                     Resolution::Rerun(scope) => self.pending_rerun = Some(RerunScope::widen(self.pending_rerun.take(), scope)),
                     Resolution::Incompatible { reason } => {
@@ -437,6 +445,43 @@ impl Judged {
         self.up_to = base.version;
         Ok(None)
     }
+}
+
+/// A winner's schema (`theirs`, of the target) as a merge's member (read on the branch as
+/// `ours`) meets it: with the columns and struct fields the branch added, which no
+/// winner on the target knew of, grafted in. Those are the ids `theirs` lacks that its
+/// chain never gave: of another block, or at or above its counter. (An id it gave and
+/// lacks, it dropped: the rules see that.)
+fn with_branch_fields(theirs: &Schema, ours: &Schema) -> Schema {
+    fn graft(into: &mut Vec<Field>, from: &[Field], never_given: &dyn Fn(u32) -> bool) {
+        for f in from {
+            match into.iter_mut().find(|g| g.id == f.id) {
+                Some(g) => {
+                    if let (ColumnType::Struct(children), ColumnType::Struct(added)) = (&mut g.column_type, &f.column_type) {
+                        graft(children, added, never_given);
+                    }
+                }
+                None if never_given(f.id) => into.push(f.clone()),
+                None => {}
+            }
+        }
+    }
+    let mut schema = theirs.clone();
+    let next = theirs.next_field_id;
+    graft(&mut schema.fields, &ours.fields, &|id| field_id_block_end(id) != field_id_block_end(next) || id >= next);
+    schema
+}
+
+/// Whether every fragment of `ids` is in `state`.
+async fn all_in(store: &TableStore, state: &Manifest, ids: &[u64]) -> Result<bool, CommitError> {
+    let mut wanted: Vec<u64> = ids.to_vec();
+    wanted.sort_unstable();
+    wanted.dedup();
+    if wanted.is_empty() {
+        return Ok(true);
+    }
+    let scope = RerunScope::Fragments(wanted.iter().map(|id| *id..id + 1).collect());
+    Ok(fragments_in_scope(store, state, &scope).await?.len() == wanted.len())
 }
 
 /// A version at or below the latest: missing means vacuum removed it.

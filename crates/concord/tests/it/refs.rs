@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use concord::arrow::array::{AsArray, RecordBatch};
+use concord::arrow::array::{Array, AsArray, RecordBatch};
 use concord::arrow::datatypes::Int64Type;
 use concord::{
     Assignment, BranchError, CommitError, CommitOptions, ErrorKind, MergeError, OpenError, RandomSource, ScanOptions, StdRandom,
@@ -220,8 +220,21 @@ async fn vacuum_keeps_what_any_branch_references_and_clears_deleted_ones() {
 #[derive(Debug, Clone)]
 enum Step {
     Append(Vec<i64>),
-    Update { modulus: i64, rest: i64, add: i64 },
-    Delete { modulus: i64, rest: i64 },
+    Update {
+        modulus: i64,
+        rest: i64,
+        add: i64,
+    },
+    Delete {
+        modulus: i64,
+        rest: i64,
+    },
+    /// A restore, and the rows it brings back (of the branch; `None` on main).
+    Restore {
+        version: u64,
+        rows: Option<BTreeMap<i64, f64>>,
+    },
+    AddColumn(String),
 }
 
 impl Step {
@@ -249,6 +262,8 @@ impl Step {
                 t.update(&set, Some(&format!("id % {modulus} = {rest}")), &options).await?
             }
             Step::Delete { modulus, rest } => t.delete(&format!("id % {modulus} = {rest}"), &options).await?,
+            Step::Restore { version, .. } => t.restore(*version, &options).await?,
+            Step::AddColumn(name) => t.add_column(&format!("{name} bigint"), &options).await?,
         };
         Ok(info.abandoned.is_none())
     }
@@ -260,40 +275,76 @@ impl Step {
                 state.iter_mut().filter(|(id, _)| *id % modulus == *rest).for_each(|(_, s)| *s += *add as f64)
             }
             Step::Delete { modulus, rest } => state.retain(|id, _| id % modulus != *rest),
+            Step::Restore { rows, .. } => *state = rows.clone().expect("a restore of the branch knows its rows"),
+            Step::AddColumn(_) => {}
         }
+    }
+}
+
+/// The restores and column adds of the merge property (from their own random source, so
+/// the seeds kept as regressions draw the same writes): on main, a restore of any
+/// version; on the branch, of one of its versions with the columns it has now (a
+/// restore to other columns is the one merge refused where no concurrent writer is).
+/// Names added are `<side><n>`, never one name on both sides.
+async fn extra_step(random: &StdRandom, t: &Table, side: &str, versions: &[(u64, usize, BTreeMap<i64, f64>)]) -> Option<Step> {
+    match random.next_u64() % 8 {
+        0 => Some(Step::AddColumn(format!("{side}{}", random.next_u64() % 1_000_000))),
+        1 if side == "m" => Some(Step::Restore { version: 1 + random.next_u64() % t.latest().await.unwrap().version(), rows: None }),
+        1 => {
+            let columns = t.latest().await.unwrap().schema().fields.len();
+            let same: Vec<_> = versions.iter().filter(|(_, c, _)| *c == columns).collect();
+            let (version, _, rows) = same[(random.next_u64() % same.len() as u64) as usize];
+            Some(Step::Restore { version: *version, rows: Some(rows.clone()) })
+        }
+        _ => None,
     }
 }
 
 /// The replay oracle of a merge, over random histories: main's rows after a merge are
 /// main's rows before it with the branch's transactions applied in order (each re-run
-/// on what main did, as a rebase re-runs); a merge refused changes nothing. The branch's
-/// own chain is its start with its transactions applied, version by version.
+/// on what main did, as a rebase re-runs). Appends, updates and deletes never refuse one
+/// another as concurrent writers, so no merge of them is refused. The branch's own chain
+/// is its start with its transactions applied, version by version.
 #[tokio::test]
 async fn a_merge_equals_the_branchs_transactions_replayed_on_main_over_random_histories() {
-    let (mut merged, mut refused) = (0, 0);
+    let (mut merged, mut restores, mut adds) = (0, 0, 0);
     // Seeds that once failed, then 0..N (CONCORD_MERGE_SEEDS, default 40). 3, 14: a
     // later transaction named a fragment an earlier one's re-run rewrote (positions lost);
     // 252: rows of the target an earlier re-run moved escaped a later one's re-run.
     let n: u64 = std::env::var("CONCORD_MERGE_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(40);
-    let seeds: Vec<u64> = [3, 14, 252].into_iter().chain(0..n).collect();
+    // The regression seeds without restores and column adds (as they failed), then every
+    // seed with them.
+    let seeds: Vec<(u64, bool)> = [3, 14, 252].into_iter().map(|s| (s, false)).chain((0..n).map(|s| (s, true))).collect();
     let seeds_run = seeds.len() as u64;
-    for seed in seeds {
-        let random = StdRandom::seeded(seed);
-        let t = table(&format!("merge-property-{seed}")).await;
+    for (seed, extras) in seeds {
+        let (random, extra) = (StdRandom::seeded(seed), StdRandom::seeded(seed ^ 0x5eed));
+        let t = table(&format!("merge-property-{seed}-{extras}")).await;
         append(&t, 0..12).await;
         let b = t.create_branch("b", None).await.unwrap();
         let mut branch_model: BTreeMap<i64, f64> = (0..12).map(|i| (i, i as f64)).collect();
+        let fork = b.latest().await.unwrap().version();
+        let mut branch_versions = vec![(fork, b.schema().fields.len(), branch_model.clone())];
         let (mut on_branch, mut fresh_main, mut fresh_branch) = (Vec::new(), 1000, 5000);
         for _ in 0..(2 + random.next_u64() % 5) {
-            let step = Step::drawn(&random, &mut fresh_branch);
-            if step.run(&b).await.unwrap() {
-                step.apply(&mut branch_model);
-                on_branch.push(step);
+            let mut steps = vec![Step::drawn(&random, &mut fresh_branch)];
+            if extras {
+                steps.extend(extra_step(&extra, &b, "b", &branch_versions).await);
             }
-            let here: BTreeMap<i64, f64> = by_id(&b.latest().await.unwrap()).await.into_iter().map(|(id, (_, s))| (id, s)).collect();
-            assert_eq!(here, branch_model, "seed {seed}: the branch's chain follows its transactions");
+            for step in steps {
+                if step.run(&b).await.unwrap() {
+                    step.apply(&mut branch_model);
+                    on_branch.push(step);
+                }
+                let latest = b.latest().await.unwrap();
+                let here: BTreeMap<i64, f64> = by_id(&latest).await.into_iter().map(|(id, (_, s))| (id, s)).collect();
+                assert_eq!(here, branch_model, "seed {seed}: the branch's chain follows its transactions");
+                branch_versions.push((latest.version(), latest.schema().fields.len(), branch_model.clone()));
+            }
             if random.next_u64().is_multiple_of(2) {
                 let step = Step::drawn(&random, &mut fresh_main);
+                step.run(&t).await.unwrap();
+            }
+            if let Some(step) = extras.then_some(()).and(extra_step(&extra, &t, "m", &[]).await) {
                 step.run(&t).await.unwrap();
             }
         }
@@ -312,17 +363,30 @@ async fn a_merge_equals_the_branchs_transactions_replayed_on_main_over_random_hi
                     "seed {seed}: the merge is the branch's transactions replayed on main; branch: {on_branch:?}; main before: {:?}",
                     by_id(&before).await
                 );
-                check_feed(&after).await.unwrap();
+                if let Err(e) = check_feed(&after).await {
+                    panic!("seed {seed}: {e}; branch: {on_branch:?}");
+                }
+                restores += on_branch.iter().filter(|s| matches!(s, Step::Restore { .. })).count();
+                adds += on_branch.iter().filter(|s| matches!(s, Step::AddColumn(_))).count();
+                // Columns added on both sides are all there; a restore of the fork's version
+                // restores its columns (as on main), of a later one keeps main's.
+                let mut columns: Vec<&str> = before.schema().names();
+                for step in &on_branch {
+                    match step {
+                        Step::AddColumn(name) => columns.push(name),
+                        Step::Restore { version, .. } if *version == fork => columns = vec!["id", "name", "score"],
+                        _ => {}
+                    }
+                }
+                columns.sort_unstable();
+                let mut got = after.schema().names();
+                got.sort_unstable();
+                assert_eq!(got, columns, "seed {seed}: the target's columns and the branch's");
             }
-            Err(e) => {
-                refused += 1;
-                assert!(matches!(e.kind(), ErrorKind::Incompatible { .. }), "seed {seed}: {e}");
-                assert_eq!(t.latest().await.unwrap().version(), before.version(), "seed {seed}: a refused merge commits nothing");
-            }
+            Err(e) => panic!("seed {seed}: concurrent writers would not have failed, the merge must not: {e}; branch: {on_branch:?}"),
         }
     }
-    eprintln!("{seeds_run} histories: {merged} merges replayed exactly, {refused} refused (typed, nothing committed)");
-    assert!(merged >= seeds_run / 4 && refused >= 1, "merged {merged}, refused {refused}: the histories cover both");
+    eprintln!("{seeds_run} histories: {merged} merges replayed exactly ({restores} restores, {adds} columns added on branches)");
 }
 
 /// Writers on a branch and on main at once, tasks sharing a handle on each (group
@@ -362,4 +426,89 @@ async fn group_commits_on_a_branch_and_on_main_at_once_never_mix() {
     assert_eq!((on_b, on_main), (expected(10_000), expected(20_000)));
     check_feed(&b.latest().await.unwrap()).await.unwrap();
     check_feed(&t.latest().await.unwrap()).await.unwrap();
+}
+
+/// `column` (bigint) of every live row, by `id`.
+async fn column_by_id(t: &Table, column: &str) -> BTreeMap<i64, Option<i64>> {
+    let mut out = BTreeMap::new();
+    for b in all_rows(t).await {
+        let id = b.column_by_name("id").unwrap().as_primitive::<Int64Type>().clone();
+        let values = b.column_by_name(column).unwrap().as_primitive::<Int64Type>().clone();
+        for i in 0..b.num_rows() {
+            out.insert(id.value(i), (!values.is_null(i)).then(|| values.value(i)));
+        }
+    }
+    out
+}
+
+/// What concurrent writers do, a merge does: columns added on both sides are both kept
+/// (the branch's with the ids its files name); a name both added is refused, as the
+/// second adder is; restores replace the target's rows, as a concurrent restore does;
+/// rows the target compacted since they were merged are followed to where they are.
+#[tokio::test]
+async fn merges_replay_schema_changes_restores_and_compacted_rows() {
+    let options = CommitOptions::default();
+    let set = |column: &str, expr: &str| vec![Assignment { column: column.into(), expr: expr.into() }];
+    let t = table("merge-schema").await;
+    append(&t, 0..4).await;
+    let b = t.create_branch("b", None).await.unwrap();
+    t.add_column("a bigint", &options).await.unwrap();
+    b.add_column("extra bigint", &options).await.unwrap();
+    append(&b, [10, 11]).await;
+    b.update(&set("extra", "id * 10"), None, &options).await.unwrap();
+    t.update(&set("a", "id + 1"), None, &options).await.unwrap();
+    t.merge_branch("b", None, false).await.unwrap();
+    let main = t.latest().await.unwrap();
+    let (a, extra) = (main.schema().field("a").unwrap().id, main.schema().field("extra").unwrap().id);
+    assert!(a < concord::limits::MAIN_FIELD_IDS && extra >= concord::limits::MAIN_FIELD_IDS, "a {a}, extra {extra}");
+    assert!(main.schema().next_field_id < concord::limits::MAIN_FIELD_IDS, "main's counter stays in main's range");
+    let expect = |f: fn(i64) -> Option<i64>| [0, 1, 2, 3, 10, 11].into_iter().map(|i| (i, f(i))).collect::<BTreeMap<_, _>>();
+    assert_eq!(column_by_id(&main, "extra").await, expect(|i| Some(i * 10)));
+    assert_eq!(column_by_id(&main, "a").await, expect(|i| (i < 4).then_some(i + 1)));
+    check_feed(&main).await.unwrap();
+    // A name both added: refused, typed, as the second of two concurrent adders is.
+    let same = t.create_branch("same", Some(&VersionRef::Number(1))).await.unwrap();
+    same.add_column("a int", &options).await.unwrap();
+    let version = t.latest().await.unwrap().version();
+    let refused = t.merge_branch("same", None, false).await.unwrap_err();
+    assert!(matches!(refused.kind(), ErrorKind::Incompatible { .. }), "{refused}");
+    assert_eq!(t.latest().await.unwrap().version(), version);
+
+    // A restore to a version up to the fork: the target's own version, restored.
+    let r = table("merge-restore").await;
+    append(&r, 0..4).await;
+    let fork = r.latest().await.unwrap().version();
+    let undo = r.create_branch("undo", None).await.unwrap();
+    append(&undo, [20]).await;
+    undo.delete("id = 0", &options).await.unwrap();
+    undo.restore(fork, &options).await.unwrap();
+    append(&undo, [21]).await;
+    append(&r, [30]).await;
+    r.merge_branch("undo", None, false).await.unwrap();
+    assert_eq!(ids(&r.latest().await.unwrap()).await, vec![0, 1, 2, 3, 21], "the restore replaced main's rows, then 21");
+    // A restore to a version of the branch's own: its rows, keeping their ids.
+    let own = r.create_branch("own", None).await.unwrap();
+    append(&own, [40]).await;
+    append(&own, [41]).await;
+    let kept = own.latest().await.unwrap();
+    own.delete("id = 1 OR id = 40", &options).await.unwrap();
+    own.restore(kept.version(), &options).await.unwrap();
+    append(&r, [50]).await;
+    r.merge_branch("own", None, false).await.unwrap();
+    let merged = r.latest().await.unwrap();
+    assert_eq!(by_id(&merged).await, by_id(&kept).await, "main is the branch's restored version, row ids and all");
+    check_feed(&merged).await.unwrap();
+
+    // Rows merged before, then compacted on main: a later delete of one follows it.
+    let c = table("merge-compacted").await;
+    append(&c, 0..2).await;
+    let later = c.create_branch("later", None).await.unwrap();
+    append(&later, [60, 61]).await;
+    c.merge_branch("later", None, false).await.unwrap();
+    append(&c, [70]).await;
+    c.compact(1000, &options).await.unwrap();
+    later.delete("id = 60", &options).await.unwrap();
+    c.merge_branch("later", None, false).await.unwrap();
+    assert_eq!(ids(&c.latest().await.unwrap()).await, vec![0, 1, 61, 70]);
+    check_feed(&c.latest().await.unwrap()).await.unwrap();
 }

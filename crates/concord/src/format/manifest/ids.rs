@@ -16,6 +16,29 @@ pub(crate) fn row_id_block_start(k: u64) -> u64 {
     MAIN_ROW_IDS + k * ROW_ID_BLOCK
 }
 
+/// The field ids the main chain's schema changes assign lie below this; above it, each
+/// branch has a block of [`FIELD_ID_BLOCK`] of its own (its row-id block's number), so a
+/// column a branch adds keeps its id when merged (its files name it) and never takes an
+/// id the target, or another branch, gave a column. Iceberg's ids are `i32`: the last
+/// block ends below `2^31`.
+pub const MAIN_FIELD_IDS: u32 = 1 << 24;
+
+/// The field ids of one branch's block.
+pub const FIELD_ID_BLOCK: u32 = 256;
+
+/// The first field id of branch block `k`.
+pub(crate) fn field_id_block_start(k: u64) -> u32 {
+    MAIN_FIELD_IDS + k as u32 * FIELD_ID_BLOCK
+}
+
+/// The end (exclusive) of the block of field ids `id` is in.
+pub(crate) fn field_id_block_end(id: u32) -> u32 {
+    match id.checked_sub(MAIN_FIELD_IDS) {
+        None => MAIN_FIELD_IDS,
+        Some(above) => MAIN_FIELD_IDS + (above / FIELD_ID_BLOCK + 1) * FIELD_ID_BLOCK,
+    }
+}
+
 /// The ids a commit assigns next: fragment ids (of the chain) and row ids (of the
 /// chain's block). Both only grow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,8 +7,8 @@
 mod ids;
 mod operation;
 
-pub(crate) use ids::row_id_block_start;
-pub use ids::{NextIds, MAIN_ROW_IDS, ROW_ID_BLOCK, ROW_ID_BLOCKS};
+pub(crate) use ids::{field_id_block_end, field_id_block_start, row_id_block_start};
+pub use ids::{NextIds, FIELD_ID_BLOCK, MAIN_FIELD_IDS, MAIN_ROW_IDS, ROW_ID_BLOCK, ROW_ID_BLOCKS};
 pub use operation::{Operation, OperationKind};
 
 use std::collections::BTreeMap;
@@ -267,7 +267,8 @@ pub struct Assignment {
 }
 
 /// A column added by a schema change. Its field id is assigned at commit time (the
-/// base version's `next_field_id`), so concurrent adds never share an id.
+/// base version's `next_field_id`), so concurrent adds never share an id; a merge's
+/// replay of a branch's add keeps the branch's.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct NewColumn {
@@ -284,6 +285,11 @@ pub struct NewColumn {
     /// The field id of the struct it is added to; `None`: a column of the table.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<u32>,
+    /// The id a branch gave it, kept when a merge replays the add (the branch's files
+    /// name it; from the branch's block, no other chain gives it). `None`: assigned at
+    /// commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field_id: Option<u32>,
 }
 
 /// What a merge whose source lacks some columns records to re-run (see
@@ -587,6 +593,12 @@ mod tests {
         assert_eq!(branch.assign(ROW_ID_BLOCK - 1), Some((3, start)));
         assert_eq!(branch.assign(1), None, "the block is used up: the next block is another branch's");
         assert!(row_id_block_start(ROW_ID_BLOCKS - 1) + ROW_ID_BLOCK - 1 <= i64::MAX as u64, "every id fits a signed 64-bit integer");
+        let last = field_id_block_start(ROW_ID_BLOCKS - 1);
+        assert!(last.checked_add(FIELD_ID_BLOCK).is_some_and(|end| end - 1 <= i32::MAX as u32), "every field id fits Iceberg's i32");
+        assert_eq!(
+            (field_id_block_end(3), field_id_block_end(last), field_id_block_end(last + 7)),
+            (MAIN_FIELD_IDS, last + FIELD_ID_BLOCK, last + FIELD_ID_BLOCK)
+        );
     }
 
     /// A version written before row ids were counted has no `next_row_id`: it is read as

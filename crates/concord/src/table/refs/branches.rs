@@ -14,7 +14,9 @@ use uuid::Uuid;
 
 use super::VersionRef;
 use crate::error::{BranchError, CorruptObject, OpenError, RefKind};
-use crate::format::manifest::{format_for, row_id_block_start, Manifest, Operation, TransactionRecord, ROW_ID_BLOCKS};
+use crate::format::manifest::{
+    field_id_block_start, format_for, row_id_block_start, Manifest, Operation, TransactionRecord, ROW_ID_BLOCKS,
+};
 use crate::format::refs::{usable_name, BlockClaim, BranchRecord, ChainId, BLOCKS, BRANCHES_DIR, MAIN_BRANCH};
 use crate::storage::{CreateOutcome, Records};
 use crate::table::Table;
@@ -197,12 +199,15 @@ impl Table {
         }
     }
 
-    /// The first version of a branch made from `source` with row-id block `block`:
-    /// `source`'s state under a `branch` record, its ids counting from the block.
+    /// The first version of a branch made from `source` with block `block`: `source`'s
+    /// state under a `branch` record, its ids (fragments, rows, fields) counting from
+    /// the block.
     fn first_version(&self, source: &Table, block: u64) -> Manifest {
         let from = source.manifest();
         let start = row_id_block_start(block);
         let operation = Operation::Branch { from: source.branch_name().to_string(), version: from.version };
+        let mut schema = from.schema.clone();
+        schema.next_field_id = field_id_block_start(block);
         let record = TransactionRecord::own(self.env.new_uuid(), Some(from.version), operation);
         Manifest {
             format_version: format_for(&from.schema),
@@ -210,7 +215,7 @@ impl Table {
             parent_version: from.parent_version,
             timestamp: self.env.clock.now().max(from.timestamp),
             transactions: vec![record],
-            schema: from.schema.clone(),
+            schema,
             segments: from.segments.clone(),
             next_fragment_id: start,
             next_row_id: start,

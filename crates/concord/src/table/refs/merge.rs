@@ -11,11 +11,14 @@ use futures::{StreamExt, TryStreamExt};
 use serde::Serialize;
 
 use crate::error::{BranchError, CommitError, IncompatibleReason, MergeError};
-use crate::format::manifest::{Fragment, Manifest, MergedFrom, NewFragment, Operation, MAIN_ROW_IDS, ROW_ID_BLOCK};
+use crate::format::manifest::{
+    field_id_block_end, Fragment, Manifest, MergedFrom, NewColumn, NewFragment, Operation, MAIN_ROW_IDS, ROW_ID_BLOCK,
+};
 use crate::format::refs::{ChainId, MAIN_BRANCH};
 use crate::table::Table;
 use crate::txn::commit::commit_merge;
 use crate::txn::member::{read_existing, Merged};
+use crate::txn::ops::compact;
 use crate::txn::{CommitOptions, PreparedTransaction};
 
 /// What a merge did.
@@ -122,9 +125,11 @@ impl Plan {
         let fork = read_existing(&self.target.store, self.fork).await.map_err(MergeError::Commit)?;
         let start = read_existing(store, self.merged_up_to).await.map_err(MergeError::Commit)?;
         let merged_before = self.merged_before(&start).await?;
-        // The target changed the schema since the branch's state it last saw.
-        let schema_moved = self.target.manifest().schema != start.schema;
-        let floor = start.next_fragment_id;
+        // A branch made before branches had field ids of their own (FORMAT.md §17) adds
+        // columns with ids from the target's counter: merged, they could take ids the
+        // target gave since, so it changes the schema only over an unchanged one.
+        let shared_ids = field_id_block_end(start.schema.next_field_id) == field_id_block_end(self.target.manifest().schema.next_field_id);
+        let schema_moved = shared_ids && self.target.manifest().schema.fields != start.schema.fields;
         let mut batch = Vec::new();
         let mut previous = start;
         // The branch's versions, read many at once (a long branch is many small reads).
@@ -140,9 +145,9 @@ impl Plan {
             for t in &version.transactions {
                 let operation = match &t.operation {
                     Operation::Withdraw { .. } | Operation::Branch { .. } | Operation::DeleteBranch => continue,
-                    Operation::Restore { version } => {
-                        return Err(conflict(v, &t.operation, IncompatibleReason::RestoreOnBranch { version: *version }))
-                    }
+                    // A version up to the fork is the target's too: restored the same.
+                    Operation::Restore { version } if *version <= self.fork => &t.operation,
+                    Operation::Restore { version } => &self.restored(v, &t.operation, *version, &previous).await?,
                     Operation::AddColumn { .. }
                     | Operation::DropColumn { .. }
                     | Operation::RenameColumn { .. }
@@ -151,9 +156,12 @@ impl Plan {
                     {
                         return Err(conflict(v, &t.operation, IncompatibleReason::SchemaChangedOnBoth));
                     }
+                    // Its ids are the branch's (its files name them).
+                    Operation::AddColumn { column } => {
+                        &Operation::AddColumn { column: NewColumn { field_id: Some(previous.schema.next_field_id), ..column.clone() } }
+                    }
                     other => other,
                 };
-                check_merged_before(v, operation, &merged_before, chain_block(&previous), floor)?;
                 let (operation, born_ids) = with_row_ids(operation, &born);
                 let txn = PreparedTransaction {
                     id: self.source.env.new_uuid(),
@@ -190,6 +198,23 @@ impl Plan {
             }
         }
         Ok(given)
+    }
+
+    /// Restore of branch version `version` (after the fork; `operation`, of branch
+    /// version `v`) as the target replays it: every live row of that version written
+    /// anew with its row id, replacing the target's rows, as a restore replaces them
+    /// whatever committed since (O(rows) written). Refused if the columns changed since
+    /// that version (a restore restores them; an overwrite keeps the target's).
+    async fn restored(&self, v: u64, operation: &Operation, version: u64, previous: &Manifest) -> Result<Operation, MergeError> {
+        let old = read_existing(&self.source.store, version).await.map_err(MergeError::Commit)?;
+        if old.schema.fields != previous.schema.fields {
+            return Err(conflict(v, operation, IncompatibleReason::RestoreOnBranch { version }));
+        }
+        let fragments = fragments(&self.source, &old).await?;
+        let rows = compact::rewrite(&self.source.store, &self.source.env, &old.schema, &fragments)
+            .await
+            .map_err(|e| MergeError::Commit(CommitError::rerun(v, e)))?;
+        Ok(Operation::Overwrite { fragments: rows.outputs })
     }
 }
 
@@ -248,24 +273,6 @@ fn chain_block(version: &Manifest) -> Option<std::ops::Range<u64>> {
     })
 }
 
-/// Every fragment of the branch's own block that `operation` (of branch version
-/// `version`) names and that existed when the branch was last merged (below `floor`)
-/// must be on the target still: one the target rewrote since (compaction) cannot be
-/// followed. Fragments at or above `floor` are born in this merge.
-fn check_merged_before(
-    version: u64,
-    operation: &Operation,
-    merged_before: &HashMap<u64, u64>,
-    block: Option<std::ops::Range<u64>>,
-    floor: u64,
-) -> Result<(), MergeError> {
-    let Some(block) = block else { return Ok(()) };
-    match operation.named_fragments().into_iter().find(|id| block.contains(id) && *id < floor && !merged_before.contains_key(id)) {
-        Some(fragment) => Err(conflict(version, operation, IncompatibleReason::MergedRowsRewritten { fragment })),
-        None => Ok(()),
-    }
-}
-
 fn conflict(version: u64, operation: &Operation, reason: IncompatibleReason) -> MergeError {
-    MergeError::Commit(CommitError::Incompatible { winner_version: version, winner_operation: operation.name().to_string(), reason })
+    MergeError::Refused { branch_version: version, operation: operation.name().to_string(), reason }
 }

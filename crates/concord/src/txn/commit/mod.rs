@@ -511,11 +511,7 @@ impl Driver<'_, '_> {
         for (i, member) in self.members.iter_mut().enumerate().filter(|(_, m)| m.outcome.is_none()) {
             let applied = match (member.follows(building.state(), building.earlier()), sharing) {
                 (Follows::Rebase, _) if member.merged.is_some() => {
-                    let rerun = member.reruns_merged();
-                    member
-                        .apply_merged(w.store, w.env, building.state(), &mut given, &mut rewritten)
-                        .await
-                        .map(|(next, operation)| (next, operation, rerun))
+                    member.apply_merged(w.store, w.env, building.state(), &mut given, &mut rewritten).await
                 }
                 (Follows::Rebase, _) => member.apply(w.store, w.env, building.state()).await.map(|next| (next, member.operation(), false)),
                 (Follows::Rerun(scope), Sharing::Together) => {

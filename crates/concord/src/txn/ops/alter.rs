@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::NextState;
-use crate::format::manifest::{Manifest, NewColumn, Operation};
+use crate::format::manifest::{field_id_block_end, Manifest, NewColumn, Operation};
 use crate::format::schema::{ColumnType, Field, Schema};
 
 /// `base` with `operation`'s schema or property change: its rows untouched.
@@ -23,13 +23,17 @@ fn schema_after(base: &Schema, operation: &Operation) -> Schema {
     let mut schema = base.clone();
     match operation {
         Operation::AddColumn { column } => {
-            let NewColumn { name, mut column_type, nullable, default, parent } = column.clone();
+            let NewColumn { name, mut column_type, nullable, default, parent, field_id } = column.clone();
             // Field ids are assigned at commit: concurrent adds never share one. The
-            // column (or struct field) first, then its nested fields, depth-first.
-            let id = schema.next_field_id;
+            // column (or struct field) first, then its nested fields, depth-first. A
+            // merged add keeps the branch's (as the branch assigned them); the target's
+            // counter moves only within its own block.
+            let id = field_id.unwrap_or(schema.next_field_id);
             let mut next = id + 1;
             column_type.assign_ids(&mut next);
-            schema.next_field_id = next;
+            if field_id.is_none() || field_id_block_end(id) == field_id_block_end(schema.next_field_id) {
+                schema.next_field_id = schema.next_field_id.max(next);
+            }
             let field = Field { id, name, column_type, nullable, default, widened_from: None };
             match parent.and_then(|p| schema.field_by_id_deep_mut(p)).map(|p| &mut p.column_type) {
                 Some(ColumnType::Struct(fields)) => fields.push(field),
@@ -85,6 +89,7 @@ mod tests {
                 nullable: false,
                 default: Some("1".into()),
                 parent: None,
+                field_id: None,
             },
         };
         let added = schema_after(&base, &add);
@@ -101,7 +106,14 @@ mod tests {
         let readded = schema_after(
             &dropped,
             &Operation::AddColumn {
-                column: NewColumn { name: "name".into(), column_type: ColumnType::Varchar, nullable: true, default: None, parent: None },
+                column: NewColumn {
+                    name: "name".into(),
+                    column_type: ColumnType::Varchar,
+                    nullable: true,
+                    default: None,
+                    parent: None,
+                    field_id: None,
+                },
             },
         );
         assert_eq!(readded.field("name").unwrap().id, 3, "a re-added column never reuses the old id");
