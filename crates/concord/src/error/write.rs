@@ -107,14 +107,6 @@ pub enum IncompatibleReason {
     /// gave may be ones the target gave since).
     #[error("the branch changed the schema, and so did the target since the branch started; this branch was made before branches had field ids of their own, so it changes the schema only over an unchanged one (a branch made now merges its columns either way)")]
     SchemaChangedOnBoth,
-    /// A branch merge: the branch restored one of its own versions whose columns differ
-    /// from the branch's before the restore (replayed on the target, a restore keeps the
-    /// target's columns).
-    #[error("it restored version {version} of the branch, whose columns differ from the branch's before it; a merge replays a restore of the branch's own versions only to a version with the same columns")]
-    RestoreOnBranch {
-        /// The version restored.
-        version: u64,
-    },
 }
 
 /// Committing a prepared transaction failed. Nothing of the transaction is visible.

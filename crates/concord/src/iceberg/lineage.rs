@@ -90,7 +90,7 @@ impl Lineage {
         for t in &manifest.transactions {
             let new = match &t.operation {
                 Operation::Append { fragments }
-                | Operation::Overwrite { fragments }
+                | Operation::Overwrite { fragments, .. }
                 | Operation::ReplaceWhere { fragments, .. }
                 | Operation::Update { fragments, .. }
                 | Operation::Merge { fragments, .. } => fragments.iter().collect(),

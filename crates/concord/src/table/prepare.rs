@@ -33,7 +33,7 @@ impl Table {
         let now = base.env.clock.now();
         let Some(sql) = filter else {
             let fragments = base.write_input(input, None).await?;
-            return Ok(base.transaction(Operation::Overwrite { fragments }, now));
+            return Ok(base.transaction(Operation::Overwrite { fragments, schema: None }, now));
         };
         let predicate = predicate::compile(sql, base.schema(), now)?;
         let fragments = base.write_input(input, Some(&predicate)).await?;

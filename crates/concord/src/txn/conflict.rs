@@ -424,12 +424,17 @@ mod tests {
             ("append, serializable", append.clone(), S, Resolution::Rerun(RerunScope::Fragments(std::iter::once(10..12).collect()))),
             ("append, snapshot", append, N, Resolution::Rebase),
             ("delete", delete.clone(), S, Resolution::Rebase),
-            ("overwrite, serializable", Operation::Overwrite { fragments: vec![] }, S, Resolution::Rerun(RerunScope::Everything)),
-            ("overwrite, snapshot", Operation::Overwrite { fragments: vec![] }, N, Resolution::Rebase),
+            (
+                "overwrite, serializable",
+                Operation::Overwrite { fragments: vec![], schema: None },
+                S,
+                Resolution::Rerun(RerunScope::Everything),
+            ),
+            ("overwrite, snapshot", Operation::Overwrite { fragments: vec![], schema: None }, N, Resolution::Rebase),
             ("restore, serializable", Operation::Restore { version: 1 }, S, Resolution::Rerun(RerunScope::Everything)),
         ];
         let ours_schema = schema("id bigint not null, name varchar");
-        let empty_overwrite = Operation::Overwrite { fragments: vec![] };
+        let empty_overwrite = Operation::Overwrite { fragments: vec![], schema: None };
         let winner = manifest_of(delete.clone());
         assert_eq!(resolve(&empty_overwrite, &ours_schema, S, win(&winner, 0..0)), Resolution::Rebase, "no rows, nothing to misfit");
         for (name, winner_op, isolation, expected) in cases {
@@ -531,7 +536,7 @@ mod tests {
             (
                 "properties over anything",
                 Operation::SetProperties { set: Default::default(), unset: vec![] },
-                manifest_of(Operation::Overwrite { fragments: vec![] }),
+                manifest_of(Operation::Overwrite { fragments: vec![], schema: None }),
                 true,
             ),
             ("compaction over an append", compact.clone(), manifest_of(Operation::Append { fragments: vec![] }), true),

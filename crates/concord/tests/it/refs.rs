@@ -282,23 +282,23 @@ impl Step {
 }
 
 /// The restores and column adds of the merge property (from their own random source, so
-/// the seeds kept as regressions draw the same writes): on main, a restore of any
-/// version; on the branch, of one of its versions with the columns it has now (a
-/// restore to other columns is the one merge refused where no concurrent writer is).
-/// Names added are `<side><n>`, never one name on both sides.
-async fn extra_step(random: &StdRandom, t: &Table, side: &str, versions: &[(u64, usize, BTreeMap<i64, f64>)]) -> Option<Step> {
+/// the seeds kept as regressions draw the same writes): a restore of any version (on
+/// the branch, of its own: `versions`, with their columns and rows). Names added are
+/// `<side><n>`, never one name on both sides.
+async fn extra_step(random: &StdRandom, t: &Table, side: &str, versions: &[BranchVersion]) -> Option<Step> {
     match random.next_u64() % 8 {
         0 => Some(Step::AddColumn(format!("{side}{}", random.next_u64() % 1_000_000))),
         1 if side == "m" => Some(Step::Restore { version: 1 + random.next_u64() % t.latest().await.unwrap().version(), rows: None }),
         1 => {
-            let columns = t.latest().await.unwrap().schema().fields.len();
-            let same: Vec<_> = versions.iter().filter(|(_, c, _)| *c == columns).collect();
-            let (version, _, rows) = same[(random.next_u64() % same.len() as u64) as usize];
+            let (version, _, rows) = &versions[(random.next_u64() % versions.len() as u64) as usize];
             Some(Step::Restore { version: *version, rows: Some(rows.clone()) })
         }
         _ => None,
     }
 }
+
+/// A version of the branch: its number, columns and rows.
+type BranchVersion = (u64, Vec<String>, BTreeMap<i64, f64>);
 
 /// The replay oracle of a merge, over random histories: main's rows after a merge are
 /// main's rows before it with the branch's transactions applied in order (each re-run
@@ -323,7 +323,8 @@ async fn a_merge_equals_the_branchs_transactions_replayed_on_main_over_random_hi
         let b = t.create_branch("b", None).await.unwrap();
         let mut branch_model: BTreeMap<i64, f64> = (0..12).map(|i| (i, i as f64)).collect();
         let fork = b.latest().await.unwrap().version();
-        let mut branch_versions = vec![(fork, b.schema().fields.len(), branch_model.clone())];
+        let names = |t: &Table| t.schema().names().into_iter().map(str::to_string).collect::<Vec<_>>();
+        let mut branch_versions: Vec<BranchVersion> = vec![(fork, names(&b), branch_model.clone())];
         let (mut on_branch, mut fresh_main, mut fresh_branch) = (Vec::new(), 1000, 5000);
         for _ in 0..(2 + random.next_u64() % 5) {
             let mut steps = vec![Step::drawn(&random, &mut fresh_branch)];
@@ -338,7 +339,7 @@ async fn a_merge_equals_the_branchs_transactions_replayed_on_main_over_random_hi
                 let latest = b.latest().await.unwrap();
                 let here: BTreeMap<i64, f64> = by_id(&latest).await.into_iter().map(|(id, (_, s))| (id, s)).collect();
                 assert_eq!(here, branch_model, "seed {seed}: the branch's chain follows its transactions");
-                branch_versions.push((latest.version(), latest.schema().fields.len(), branch_model.clone()));
+                branch_versions.push((latest.version(), names(&latest), branch_model.clone()));
             }
             if random.next_u64().is_multiple_of(2) {
                 let step = Step::drawn(&random, &mut fresh_main);
@@ -368,13 +369,16 @@ async fn a_merge_equals_the_branchs_transactions_replayed_on_main_over_random_hi
                 }
                 restores += on_branch.iter().filter(|s| matches!(s, Step::Restore { .. })).count();
                 adds += on_branch.iter().filter(|s| matches!(s, Step::AddColumn(_))).count();
-                // Columns added on both sides are all there; a restore of the fork's version
-                // restores its columns (as on main), of a later one keeps main's.
+                // Columns added on both sides are all there; a restore restores the
+                // restored version's (main's added since are gone, as on main).
                 let mut columns: Vec<&str> = before.schema().names();
                 for step in &on_branch {
                     match step {
                         Step::AddColumn(name) => columns.push(name),
-                        Step::Restore { version, .. } if *version == fork => columns = vec!["id", "name", "score"],
+                        Step::Restore { version, .. } => {
+                            let restored = branch_versions.iter().find(|(v, ..)| v == version).expect("a version of the branch");
+                            columns = restored.1.iter().map(String::as_str).collect();
+                        }
                         _ => {}
                     }
                 }

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::{Assignment, CompactGroup, FragmentDeletion, NewColumn, NewFragment, PartialMerge};
+use crate::format::schema::Schema;
 
 /// What a transaction does; enough to replay it on the previous version.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -24,6 +25,11 @@ pub enum Operation {
     Overwrite {
         /// The new rows.
         fragments: Vec<NewFragment>,
+        /// Set only by a branch merge replaying a restore of one of the branch's own
+        /// versions: that version's schema, which the overwrite restores too. `None`:
+        /// the schema is unchanged.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        schema: Option<Schema>,
     },
     /// Makes the state of `version` (schema and rows) the newest state.
     Restore {
@@ -279,7 +285,7 @@ impl Operation {
     pub fn rows_written(&self) -> u64 {
         match self {
             Operation::Append { fragments }
-            | Operation::Overwrite { fragments }
+            | Operation::Overwrite { fragments, .. }
             | Operation::ReplaceWhere { fragments, .. }
             | Operation::Update { fragments, .. }
             | Operation::Merge { fragments, .. } => fragments.iter().map(|f| f.rows).sum(),
@@ -317,7 +323,7 @@ impl Operation {
     pub(crate) fn added_fragments(&self) -> Vec<&NewFragment> {
         match self {
             Operation::Append { fragments }
-            | Operation::Overwrite { fragments }
+            | Operation::Overwrite { fragments, .. }
             | Operation::ReplaceWhere { fragments, .. }
             | Operation::Update { fragments, .. }
             | Operation::Merge { fragments, .. } => fragments.iter().collect(),
@@ -348,7 +354,7 @@ impl Operation {
     /// The data and deletion files (table-relative) this operation wrote.
     pub fn written_files(&self) -> Vec<&str> {
         match self {
-            Operation::Append { fragments } | Operation::Overwrite { fragments } => {
+            Operation::Append { fragments } | Operation::Overwrite { fragments, .. } => {
                 fragments.iter().flat_map(|f| f.files.iter().map(|d| d.path.as_str())).collect()
             }
             Operation::Delete { deletions, .. } => deletions.iter().map(|d| d.path.as_str()).collect(),

@@ -81,7 +81,7 @@ impl Replay {
         let mut rows = TxnRows::default();
         match operation {
             Operation::Append { fragments } => self.add(fragments, &mut rows)?,
-            Operation::Overwrite { fragments } => {
+            Operation::Overwrite { fragments, .. } => {
                 for live in self.all().await? {
                     rows.removed.push((live.fragment.clone(), live.rows()));
                 }

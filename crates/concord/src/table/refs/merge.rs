@@ -147,7 +147,7 @@ impl Plan {
                     Operation::Withdraw { .. } | Operation::Branch { .. } | Operation::DeleteBranch => continue,
                     // A version up to the fork is the target's too: restored the same.
                     Operation::Restore { version } if *version <= self.fork => &t.operation,
-                    Operation::Restore { version } => &self.restored(v, &t.operation, *version, &previous).await?,
+                    Operation::Restore { version } => &self.restored(v, *version).await?,
                     Operation::AddColumn { .. }
                     | Operation::DropColumn { .. }
                     | Operation::RenameColumn { .. }
@@ -200,21 +200,17 @@ impl Plan {
         Ok(given)
     }
 
-    /// Restore of branch version `version` (after the fork; `operation`, of branch
-    /// version `v`) as the target replays it: every live row of that version written
-    /// anew with its row id, replacing the target's rows, as a restore replaces them
-    /// whatever committed since (O(rows) written). Refused if the columns changed since
-    /// that version (a restore restores them; an overwrite keeps the target's).
-    async fn restored(&self, v: u64, operation: &Operation, version: u64, previous: &Manifest) -> Result<Operation, MergeError> {
+    /// Restore of branch version `version` (after the fork; of branch version `v`) as
+    /// the target replays it: that version's schema, and every live row of it written
+    /// anew with its row id, replacing the target's, as a restore replaces them whatever
+    /// committed since (O(rows) written).
+    async fn restored(&self, v: u64, version: u64) -> Result<Operation, MergeError> {
         let old = read_existing(&self.source.store, version).await.map_err(MergeError::Commit)?;
-        if old.schema.fields != previous.schema.fields {
-            return Err(conflict(v, operation, IncompatibleReason::RestoreOnBranch { version }));
-        }
         let fragments = fragments(&self.source, &old).await?;
         let rows = compact::rewrite(&self.source.store, &self.source.env, &old.schema, &fragments)
             .await
             .map_err(|e| MergeError::Commit(CommitError::rerun(v, e)))?;
-        Ok(Operation::Overwrite { fragments: rows.outputs })
+        Ok(Operation::Overwrite { fragments: rows.outputs, schema: Some(old.schema.clone()) })
     }
 }
 
@@ -254,7 +250,7 @@ fn with_row_ids(operation: &Operation, born: &HashMap<String, (u64, u64)>) -> (O
     };
     match &mut op {
         Operation::Append { fragments }
-        | Operation::Overwrite { fragments }
+        | Operation::Overwrite { fragments, .. }
         | Operation::ReplaceWhere { fragments, .. }
         | Operation::Update { fragments, .. }
         | Operation::Merge { fragments, .. } => keep(fragments),

@@ -93,7 +93,7 @@ impl Action {
         let Action { op, kept } = self;
         match op {
             Operation::Append { fragments } => append::apply(cx, base, fragments).await,
-            Operation::Overwrite { fragments } => overwrite::apply(cx, base, fragments).await,
+            Operation::Overwrite { fragments, schema } => overwrite::apply(cx, base, fragments, schema.as_ref()).await,
             Operation::Delete { deletions, .. } => kept.deletion.apply(cx, base, deletions, &[]).await,
             Operation::ReplaceWhere { deletions, fragments, .. }
             | Operation::Update { deletions, fragments, .. }
