@@ -235,6 +235,11 @@ enum Step {
         rows: Option<BTreeMap<i64, f64>>,
     },
     AddColumn(String),
+    /// Upsert on `id`: these ids get this score (inserted where missing).
+    Upsert {
+        ids: Vec<i64>,
+        score: f64,
+    },
 }
 
 impl Step {
@@ -264,6 +269,13 @@ impl Step {
             Step::Delete { modulus, rest } => t.delete(&format!("id % {modulus} = {rest}"), &options).await?,
             Step::Restore { version, .. } => t.restore(*version, &options).await?,
             Step::AddColumn(name) => t.add_column(&format!("{name} bigint"), &options).await?,
+            Step::Upsert { ids, score } => {
+                let source = rows(t.schema(), ids.clone());
+                let scores = std::sync::Arc::new(concord::arrow::array::Float64Array::from(vec![*score; ids.len()]));
+                let source =
+                    RecordBatch::try_new(source.schema(), vec![source.column(0).clone(), source.column(1).clone(), scores]).unwrap();
+                t.merge(source, &["id".to_string()], &options).await?
+            }
         };
         Ok(info.abandoned.is_none())
     }
@@ -277,14 +289,15 @@ impl Step {
             Step::Delete { modulus, rest } => state.retain(|id, _| id % modulus != *rest),
             Step::Restore { rows, .. } => *state = rows.clone().expect("a restore of the branch knows its rows"),
             Step::AddColumn(_) => {}
+            Step::Upsert { ids, score } => state.extend(ids.iter().map(|i| (*i, *score))),
         }
     }
 }
 
-/// The restores and column adds of the merge property (from their own random source, so
-/// the seeds kept as regressions draw the same writes): a restore of any version (on
-/// the branch, of its own: `versions`, with their columns and rows). Names added are
-/// `<side><n>`, never one name on both sides.
+/// The restores, column adds and upserts of the merge property (from their own random
+/// source, so the seeds kept as regressions draw the same writes): a restore of any
+/// version (on the branch, of its own: `versions`, with their columns and rows). Names
+/// added are `<side><n>`, never one name on both sides.
 async fn extra_step(random: &StdRandom, t: &Table, side: &str, versions: &[BranchVersion]) -> Option<Step> {
     match random.next_u64() % 8 {
         0 => Some(Step::AddColumn(format!("{side}{}", random.next_u64() % 1_000_000))),
@@ -292,6 +305,11 @@ async fn extra_step(random: &StdRandom, t: &Table, side: &str, versions: &[Branc
         1 => {
             let (version, _, rows) = &versions[(random.next_u64() % versions.len() as u64) as usize];
             Some(Step::Restore { version: *version, rows: Some(rows.clone()) })
+        }
+        // An id of the start (on both sides) and one new to both.
+        2 | 3 => {
+            let ids = vec![(random.next_u64() % 12) as i64, 9000 + (random.next_u64() % 50) as i64];
+            Some(Step::Upsert { ids, score: 0.5 + (random.next_u64() % 90) as f64 })
         }
         _ => None,
     }
@@ -307,7 +325,7 @@ type BranchVersion = (u64, Vec<String>, BTreeMap<i64, f64>);
 /// is its start with its transactions applied, version by version.
 #[tokio::test]
 async fn a_merge_equals_the_branchs_transactions_replayed_on_main_over_random_histories() {
-    let (mut merged, mut restores, mut adds) = (0, 0, 0);
+    let (mut merged, mut restores, mut adds, mut upserts) = (0, 0, 0, 0);
     // Seeds that once failed, then 0..N (CONCORD_MERGE_SEEDS, default 40). 3, 14: a
     // later transaction named a fragment an earlier one's re-run rewrote (positions lost);
     // 252: rows of the target an earlier re-run moved escaped a later one's re-run.
@@ -369,6 +387,7 @@ async fn a_merge_equals_the_branchs_transactions_replayed_on_main_over_random_hi
                 }
                 restores += on_branch.iter().filter(|s| matches!(s, Step::Restore { .. })).count();
                 adds += on_branch.iter().filter(|s| matches!(s, Step::AddColumn(_))).count();
+                upserts += on_branch.iter().filter(|s| matches!(s, Step::Upsert { .. })).count();
                 // Columns added on both sides are all there; a restore restores the
                 // restored version's (main's added since are gone, as on main).
                 let mut columns: Vec<&str> = before.schema().names();
@@ -390,7 +409,7 @@ async fn a_merge_equals_the_branchs_transactions_replayed_on_main_over_random_hi
             Err(e) => panic!("seed {seed}: concurrent writers would not have failed, the merge must not: {e}; branch: {on_branch:?}"),
         }
     }
-    eprintln!("{seeds_run} histories: {merged} merges replayed exactly ({restores} restores, {adds} columns added on branches)");
+    eprintln!("{seeds_run} histories: {merged} merges replayed exactly ({restores} restores, {adds} columns added, {upserts} upserts on branches)");
 }
 
 /// Writers on a branch and on main at once, tasks sharing a handle on each (group
