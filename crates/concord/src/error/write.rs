@@ -99,6 +99,13 @@ pub enum IncompatibleReason {
         /// The column.
         column: String,
     },
+    /// The winner added fields, and the branch's block of field ids has none left for
+    /// this column.
+    #[error("it added fields, and this branch has no field ids left for this column (a branch gives at most {limit}); add it on main, or on a new branch")]
+    FieldIdsUsedUp {
+        /// The ids a branch gives.
+        limit: u32,
+    },
     /// The winner deleted the branch: nothing commits on it any more.
     #[error("it deleted the branch; nothing commits on a deleted branch")]
     BranchDeleted,
@@ -489,12 +496,12 @@ pub enum AlterError {
         why: String,
     },
     /// A branch added as many field ids (columns and nested fields) as its block holds.
-    #[error("column '{name}' needs field ids this branch has none left of: a branch adds at most {block} (columns and nested fields); add it on main, or on a new branch")]
+    #[error("column '{name}' needs field ids this branch has none left of: a branch adds at most {limit} (columns and nested fields); add it on main, or on a new branch")]
     FieldIdsExhausted {
         /// The column.
         name: String,
-        /// The ids of a branch's block.
-        block: u32,
+        /// The ids a branch gives.
+        limit: u32,
     },
     /// A new required column without a value for existing rows.
     #[error("column '{name}' is not null but has no default, so existing rows would have no value; add a default (\"... not null default <expr>\") or make it nullable")]

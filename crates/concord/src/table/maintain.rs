@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use super::{Table, WriteProgress};
 use crate::error::{AlterError, DefaultProblem, PredicateError, WriteError};
 use crate::format::manifest::{
-    field_id_block_end, IsolationLevel, NewColumn, Operation, FIELD_ID_BLOCK, PROPERTY_AUTO_COMPACT, PROPERTY_COOPERATIVE,
+    field_ids_left_for, IsolationLevel, NewColumn, Operation, FIELD_ID_BLOCK, PROPERTY_AUTO_COMPACT, PROPERTY_COOPERATIVE,
     PROPERTY_ICEBERG_PUBLISH, PROPERTY_ISOLATION,
 };
 use crate::format::schema::types::nested::split_path;
@@ -247,10 +247,8 @@ fn evaluate_default(spec: &ColumnSpec, sql: &str, now: DateTime<Utc>) -> Result<
 /// Whether the chain's block of field ids (FORMAT.md §17: a branch's own) has ids left
 /// for `column` and its nested fields.
 fn ids_left_for(schema: &Schema, column: &NewColumn) -> Result<(), AlterError> {
-    let mut next = schema.next_field_id + 1;
-    column.column_type.clone().assign_ids(&mut next);
-    match next <= field_id_block_end(schema.next_field_id) {
+    match field_ids_left_for(schema, &column.column_type) {
         true => Ok(()),
-        false => Err(AlterError::FieldIdsExhausted { name: column.name.clone(), block: FIELD_ID_BLOCK }),
+        false => Err(AlterError::FieldIdsExhausted { name: column.name.clone(), limit: FIELD_ID_BLOCK - 1 }),
     }
 }

@@ -4,7 +4,7 @@
 use std::ops::Range;
 
 use crate::error::IncompatibleReason;
-use crate::format::manifest::{CompactGroup, FragmentDeletion, IsolationLevel, Operation};
+use crate::format::manifest::{field_ids_left_for, CompactGroup, FragmentDeletion, IsolationLevel, Operation, FIELD_ID_BLOCK};
 use crate::format::schema::{ColumnType, Schema};
 
 /// Which fragments of the base a re-run reads (what a [`Resolution::Rerun`] asks for).
@@ -98,7 +98,10 @@ pub(crate) fn resolve(ours: &Operation, our_schema: &Schema, isolation: Isolatio
         Operation::ReplaceWhere { columns, deletions, fragments, .. } => rule_read_columns_still_exist(columns, our_schema, theirs)
             .or_else(|| incompatible_only(rule_written_columns_still_fit(written_fields(fragments), our_schema, theirs)))
             .unwrap_or_else(|| rule_delete_over(their_op, isolation, winner.added, &touched(deletions))),
-        Operation::AddColumn { column } => rule_added_name_still_free(&column.name, column.parent, our_schema, theirs),
+        Operation::AddColumn { column } => match rule_added_name_still_free(&column.name, column.parent, our_schema, theirs) {
+            Resolution::Rebase if column.field_id.is_none() => rule_added_ids_still_left(&column.column_type, theirs),
+            other => other,
+        },
         Operation::DropColumn { .. } => rule_drop_rebases(),
         Operation::RenameColumn { field_id, from, to } => rule_renamed_column_unchanged(*field_id, from, to, theirs),
         Operation::WidenColumn { field_id, name, from, to } => {
@@ -176,6 +179,15 @@ fn rule_added_name_still_free(name: &str, parent: Option<u32>, ours: &Schema, th
             reason: IncompatibleReason::ColumnAddedToo { name: name.to_string(), column_type: taken.column_type.clone() },
         },
         _ => Resolution::Rebase,
+    }
+}
+
+/// An add takes the ids after the winner's: the chain's block (a branch's, FORMAT.md §7)
+/// must still hold them. (A merge's replay of a branch's add keeps the branch's ids.)
+fn rule_added_ids_still_left(column_type: &ColumnType, theirs: &Schema) -> Resolution {
+    match field_ids_left_for(theirs, column_type) {
+        true => Resolution::Rebase,
+        false => Resolution::Incompatible { reason: IncompatibleReason::FieldIdsUsedUp { limit: FIELD_ID_BLOCK - 1 } },
     }
 }
 
@@ -514,6 +526,12 @@ mod tests {
             m.schema = schema(def);
             m
         };
+        // A branch's block (its ids from 2^24) with one id left, then none.
+        let block = |left: u32| {
+            let mut m = with_schema(add("other"), "id bigint not null, name varchar, other int");
+            m.schema.next_field_id = crate::format::manifest::MAIN_FIELD_IDS + FIELD_ID_BLOCK - 1 - left;
+            m
+        };
         let mut dropped_name = with_schema(Operation::DropColumn { field_id: 1, name: "name".into() }, "id bigint not null");
         dropped_name.schema.next_field_id = 2;
         let compact = Operation::Compact {
@@ -529,6 +547,8 @@ mod tests {
                 false,
             ),
             ("add over a rename to the same name", add("label"), with_schema(rename.clone(), "id bigint not null, label varchar"), false),
+            ("add over an add, one id left in the branch's block", add("qty"), block(1), true),
+            ("add over an add that took the branch's last id", add("qty"), block(0), false),
             ("rename over an append", rename.clone(), manifest_of(Operation::Append { fragments: vec![] }), true),
             ("rename over a drop of the column", rename.clone(), dropped_name.clone(), false),
             ("rename over a rename of the column", rename.clone(), with_schema(rename.clone(), "id bigint not null, label varchar"), false),

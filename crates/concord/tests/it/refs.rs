@@ -535,3 +535,23 @@ async fn merges_replay_schema_changes_restores_and_compacted_rows() {
     assert_eq!(ids(&c.latest().await.unwrap()).await, vec![0, 1, 61, 70]);
     check_feed(&c.latest().await.unwrap()).await.unwrap();
 }
+
+/// A branch gives field ids from a block of its own (so its columns merge keeping them):
+/// when the block is used up, an add is refused, typed, and nothing is committed.
+#[tokio::test]
+async fn a_branch_adds_field_ids_from_its_block_until_it_is_used_up() {
+    let options = CommitOptions::default();
+    let t = table("field-blocks").await;
+    let b = t.create_branch("b", None).await.unwrap();
+    // A struct of 254 fields: 255 ids, all a block gives (its last is never given).
+    let fields: Vec<String> = (0..concord::limits::FIELD_ID_BLOCK - 2).map(|i| format!("f{i} int")).collect();
+    b.add_column(&format!("s struct<{}>", fields.join(", ")), &options).await.unwrap();
+    let version = b.latest().await.unwrap().version();
+    let full = b.add_column("x int", &options).await.unwrap_err();
+    assert!(matches!(&full, WriteError::Alter(concord::AlterError::FieldIdsExhausted { .. })), "{full}");
+    assert!(matches!(full.kind(), ErrorKind::InvalidInput), "{full}");
+    assert_eq!(b.latest().await.unwrap().version(), version, "nothing committed");
+    // Main's ids are its own: it adds on.
+    t.add_column("x int", &options).await.unwrap();
+    assert!(t.latest().await.unwrap().schema().field("x").unwrap().id < concord::limits::MAIN_FIELD_IDS);
+}

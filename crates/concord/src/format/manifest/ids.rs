@@ -23,7 +23,8 @@ pub(crate) fn row_id_block_start(k: u64) -> u64 {
 /// block ends below `2^31`.
 pub const MAIN_FIELD_IDS: u32 = 1 << 24;
 
-/// The field ids of one branch's block.
+/// The field ids of one branch's block. Its last is never given, so the counter of a
+/// used-up block stays inside it (and says which block it is).
 pub const FIELD_ID_BLOCK: u32 = 256;
 
 /// The first field id of branch block `k`.
@@ -31,12 +32,21 @@ pub(crate) fn field_id_block_start(k: u64) -> u32 {
     MAIN_FIELD_IDS + k as u32 * FIELD_ID_BLOCK
 }
 
-/// The end (exclusive) of the block of field ids `id` is in.
+/// The end (exclusive) of the field ids given in the block `id` is in: its last id, never
+/// given. Two ids (or counters) are of one block when their ends are equal.
 pub(crate) fn field_id_block_end(id: u32) -> u32 {
     match id.checked_sub(MAIN_FIELD_IDS) {
-        None => MAIN_FIELD_IDS,
-        Some(above) => MAIN_FIELD_IDS + (above / FIELD_ID_BLOCK + 1) * FIELD_ID_BLOCK,
+        None => MAIN_FIELD_IDS - 1,
+        Some(above) => MAIN_FIELD_IDS + (above / FIELD_ID_BLOCK + 1) * FIELD_ID_BLOCK - 1,
     }
+}
+
+/// Whether the chain of `schema` (its block of field ids: FORMAT.md §7) has ids left
+/// for a field of type `column_type` (and its nested fields).
+pub(crate) fn field_ids_left_for(schema: &crate::format::schema::Schema, column_type: &crate::format::schema::ColumnType) -> bool {
+    let mut next = schema.next_field_id + 1;
+    column_type.clone().assign_ids(&mut next);
+    next <= field_id_block_end(schema.next_field_id)
 }
 
 /// The ids a commit assigns next: fragment ids (of the chain) and row ids (of the

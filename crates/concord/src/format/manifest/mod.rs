@@ -7,7 +7,7 @@
 mod ids;
 mod operation;
 
-pub(crate) use ids::{field_id_block_end, field_id_block_start, row_id_block_start};
+pub(crate) use ids::{field_id_block_end, field_id_block_start, field_ids_left_for, row_id_block_start};
 pub use ids::{NextIds, FIELD_ID_BLOCK, MAIN_FIELD_IDS, MAIN_ROW_IDS, ROW_ID_BLOCK, ROW_ID_BLOCKS};
 pub use operation::{Operation, OperationKind};
 
@@ -595,10 +595,9 @@ mod tests {
         assert!(row_id_block_start(ROW_ID_BLOCKS - 1) + ROW_ID_BLOCK - 1 <= i64::MAX as u64, "every id fits a signed 64-bit integer");
         let last = field_id_block_start(ROW_ID_BLOCKS - 1);
         assert!(last.checked_add(FIELD_ID_BLOCK).is_some_and(|end| end - 1 <= i32::MAX as u32), "every field id fits Iceberg's i32");
-        assert_eq!(
-            (field_id_block_end(3), field_id_block_end(last), field_id_block_end(last + 7)),
-            (MAIN_FIELD_IDS, last + FIELD_ID_BLOCK, last + FIELD_ID_BLOCK)
-        );
+        let end = last + FIELD_ID_BLOCK - 1;
+        assert_eq!((field_id_block_end(3), field_id_block_end(last), field_id_block_end(end)), (MAIN_FIELD_IDS - 1, end, end));
+        assert_ne!(field_id_block_end(end), field_id_block_end(end + 1), "a used-up block's counter is still its own");
     }
 
     /// A version written before row ids were counted has no `next_row_id`: it is read as
