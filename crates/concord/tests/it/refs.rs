@@ -363,8 +363,10 @@ async fn a_merge_equals_the_branchs_transactions_replayed_on_main_over_random_hi
                 let step = Step::drawn(&random, &mut fresh_main);
                 step.run(&t).await.unwrap();
             }
-            if let Some(step) = extras.then_some(()).and(extra_step(&extra, &t, "m", &[]).await) {
-                step.run(&t).await.unwrap();
+            if extras {
+                if let Some(step) = extra_step(&extra, &t, "m", &[]).await {
+                    step.run(&t).await.unwrap();
+                }
             }
         }
         let before = t.latest().await.unwrap();
